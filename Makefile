@@ -1,0 +1,34 @@
+# The two commands a newcomer needs are `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+export LANG := C.UTF-8
+export LC_ALL := C.UTF-8
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+PLATFORM := tests/rehearsal/platform
+CONC ?= 64
+
+.PHONY: bootstrap platform-up platform-down demo test test-unit test-sim test-integration lint
+
+bootstrap:
+	@scripts/bootstrap
+
+platform-up: bootstrap
+	@$(PLATFORM) up 1
+
+platform-down:
+	@$(PLATFORM) down
+
+demo: platform-up
+	@scripts/demo $(CONC)
+
+test-unit: bootstrap
+	python -m pytest -q tests/unit
+
+test-sim: bootstrap
+	python -m pytest -q tests/rehearsal/sim_tests
+
+test-integration: platform-up
+	python -m pytest -q tests/integration
+
+test: bootstrap
+	python -m pytest -q -p no:cacheprovider tests/unit tests/rehearsal/sim_tests tests/integration

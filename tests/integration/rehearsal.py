@@ -1,0 +1,114 @@
+"""Helpers for tests that run on the rehearsal platform (tests/rehearsal/platform).
+
+A node is a Docker-in-Docker container; the worker container (`sgl_mix`) runs inside it,
+exactly as on a real MI355X host. Everything measured here is SIMULATED.
+"""
+
+import json
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PLATFORM = REPO / "tests" / "rehearsal" / "platform"
+WALKTHROUGH = REPO / "docs" / "reference" / "sglang-mixed-dsv4-pro-mi355x.txt"
+
+
+def platform_up(nodes=1):
+    """Bring the platform up (idempotent) and return its settings as a dict."""
+    subprocess.run([str(PLATFORM), "up", str(nodes)], check=True)
+    out = subprocess.run([str(PLATFORM), "env"], check=True, capture_output=True, text=True).stdout
+    settings = {}
+    for line in out.splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            settings[key] = value.strip('"')
+    return settings
+
+
+class Node:
+    """One simulated MI355X node."""
+
+    def __init__(self, name):
+        self.name = name
+        self.address = subprocess.run(
+            ["docker", "inspect", "-f", "{{.NetworkSettings.IPAddress}}", name],
+            check=True, capture_output=True, text=True).stdout.strip()
+
+    def sh(self, script, env=None, check=True, timeout=600):
+        """Run a bash script on the node (its own shell, its own dockerd)."""
+        cmd = ["docker", "exec"]
+        for key, value in (env or {}).items():
+            cmd += ["-e", f"{key}={value}"]
+        cmd += [self.name, "bash", "-c", script]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"on {self.name}: exit {result.returncode} from:\n{script}\n"
+                f"--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-3000:]}")
+        return result
+
+    def in_container(self, container, script, env=None, check=True, detach=False, timeout=600):
+        """Run a bash script inside a container on the node (`docker exec` there)."""
+        exports = " ".join(f"-e {shlex.quote(f'{k}={v}')}" for k, v in (env or {}).items())
+        flags = "-d" if detach else ""
+        return self.sh(f"docker exec {flags} {exports} {container} bash -c {shlex.quote(script)}",
+                       check=check, timeout=timeout)
+
+    def wait_for_line(self, container, path, line, timeout=180, fatal=None):
+        """Wait until `line` appears in a file in the container; fail with its tail."""
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.in_container(container, f"cat {path} 2>/dev/null || true").stdout
+            if line in text:
+                return text
+            if fatal and re.search(fatal, text):
+                break
+            time.sleep(0.5)
+        tail = "\n".join(text.splitlines()[-30:])
+        raise AssertionError(f"{self.name}:{container}:{path}: no '{line}' within {timeout} s; last lines:\n{tail}")
+
+
+class Walkthrough:
+    """The user's walkthrough, read as the commands a person would paste."""
+
+    def __init__(self, text):
+        self.lines = self._join_continuations(text.splitlines())
+
+    @staticmethod
+    def _join_continuations(lines):
+        joined, current = [], ""
+        for raw in lines:
+            line = raw.rstrip()
+            if line.endswith("\\"):
+                current += line[:-1].rstrip() + " "
+                continue
+            joined.append(current + line)
+            current = ""
+        return joined
+
+    def command(self, prefix):
+        matches = [line for line in self.lines if line.startswith(prefix)]
+        if len(matches) != 1:
+            raise AssertionError(f"walkthrough: expected one command starting with {prefix!r}, found {len(matches)}")
+        return matches[0]
+
+    def commands(self, prefix):
+        return [line for line in self.lines if line.startswith(prefix)]
+
+    def block(self, first_prefix, last_line):
+        start = next(i for i, line in enumerate(self.lines) if line.startswith(first_prefix))
+        end = next(i for i in range(start, len(self.lines)) if self.lines[i].strip() == last_line)
+        return "\n".join(self.lines[start:end + 1])
+
+    @classmethod
+    def load(cls):
+        return cls(WALKTHROUGH.read_text())
+
+
+def read_jsonl(text):
+    """Parse bench_serving's output (one JSON object per run; may hold Infinity)."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Make the node look like an 8-GPU MI355X host to the seed's `docker run --device=...`
+# (char 1:3 nodes: the default device cgroup allows them), then run dockerd as PID 1.
+set -eu
+gpus="${INFERA_NODE_GPUS:-8}"
+[ -e /dev/kfd ] || mknod -m 666 /dev/kfd c 1 3
+mkdir -p /dev/dri
+i=0
+while [ "$i" -lt "$gpus" ]; do
+    node="/dev/dri/renderD$((128 + i))"
+    [ -e "$node" ] || mknod -m 666 "$node" c 1 3
+    i=$((i + 1))
+done
+chgrp render /dev/kfd /dev/dri/renderD* 2>/dev/null || true
+set -- --host=unix:///var/run/docker.sock
+if [ -n "${INFERA_NODE_INSECURE_REGISTRY:-}" ]; then
+    set -- "$@" --insecure-registry "$INFERA_NODE_INSECURE_REGISTRY"
+fi
+exec dockerd "$@"

@@ -1,0 +1,1 @@
+"""Code shared by the simulated router and worker (standard library only)."""

@@ -1,0 +1,1 @@
+"""Simulated Infera engines; only the SGLang mixed worker exists here."""

@@ -1,0 +1,1 @@
+"""Simulated ``python -m infera.server``: the Infera router with etcd discovery."""

@@ -50,6 +50,12 @@ class Node:
                 f"--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-3000:]}")
         return result
 
+    def remove_worker_container(self, container="sgl_mix"):
+        """SIGTERM the engine and router first (they deregister), then remove the container."""
+        self.sh(f"docker exec {container} pkill -TERM -f '^python -m infera[.]' >/dev/null 2>&1; "
+                f"for i in $(seq 1 50); do pgrep -f '^python -m infera[.]' >/dev/null || break; sleep 0.1; done; "
+                f"docker rm -f {container} >/dev/null 2>&1 || true")
+
     def in_container(self, container, script, env=None, check=True, detach=False, timeout=600):
         """Run a bash script inside a container on the node (`docker exec` there)."""
         exports = " ".join(f"-e {shlex.quote(f'{k}={v}')}" for k, v in (env or {}).items())

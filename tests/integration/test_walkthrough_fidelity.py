@@ -52,10 +52,10 @@ def shell_env(platform, node):
 @pytest.fixture
 def worker_container(node, walkthrough, shell_env):
     """Section 2: the persistent worker container, as written; removed afterwards."""
-    node.sh(f"docker rm -f {CONTAINER} >/dev/null 2>&1 || true")
+    node.remove_worker_container(CONTAINER)
     node.sh(walkthrough.command("docker run -d --name sgl_mix"), env=shell_env)
     yield CONTAINER
-    node.sh(f"docker rm -f {CONTAINER} >/dev/null 2>&1 || true")
+    node.remove_worker_container(CONTAINER)
 
 
 def _start(node, walkthrough, shell_env, worker_prefix, log):

@@ -1,0 +1,98 @@
+"""deploy_mixed.yml on a rehearsal node: bad input, missing levers, engine faults, secrets.
+
+Each test starts from a node without the worker container, runs the real playbook with
+the rehearsal inventory, and checks what a person at 3 a.m. would see.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from rehearsal import REPO, Node, platform_up
+
+NODE = "infera-node-1"
+
+
+@pytest.fixture(scope="module")
+def node():
+    platform_up(1)
+    return Node(NODE)
+
+
+@pytest.fixture
+def clean_node(node):
+    node.remove_worker_container()
+    yield node
+    node.remove_worker_container()
+
+
+def deploy(*extra, env=None):
+    cmd = ["ansible-playbook", "playbooks/deploy_mixed.yml", *extra]
+    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+                "ANSIBLE_NOCOLOR": "1", **(env or {})}
+    result = subprocess.run(cmd, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=600)
+    return result.returncode, result.stdout + result.stderr
+
+
+def container_exists(node):
+    return node.sh("docker ps -aq --filter name=^sgl_mix$").stdout.strip() != ""
+
+
+@pytest.mark.parametrize("conc, expected", [
+    ("0", "conc value 0"),
+    ("-5", "conc value -5"),
+    ("12.5", "12.5"),
+    ("abc", "abc"),
+    ("[]", "empty"),
+])
+def test_bad_concurrency_fails_in_one_line_before_anything(clean_node, conc, expected):
+    rc, out = deploy("-e", f"conc={conc}" if conc != "[]" else '{"conc": []}')
+    assert rc != 0
+    failure = [line for line in out.splitlines() if "msg:" in line or "\"msg\"" in line]
+    assert failure and expected in out, out[-2000:]
+    assert not container_exists(clean_node), "the node was changed before the input was validated"
+
+
+@pytest.mark.parametrize("override, missing", [
+    ('{"infera_extra_env": {"SGLANG_OPT_USE_FUSED_COMPRESS": null}}', "SGLANG_OPT_USE_FUSED_COMPRESS"),
+    ('{"sglang_worker_extra_args": {"--attention-backend": "aiter"}}', "--attention-backend dsv4"),
+])
+def test_missing_lever_fails_before_starting(clean_node, override, missing):
+    rc, out = deploy("-e", "conc=64", "-e", override)
+    assert rc != 0
+    assert missing in out and "sglang_worker_allow_missing_levers" in out, out[-2000:]
+    assert not container_exists(clean_node)
+
+
+def test_engine_oom_during_capture_names_node_stage_cause_and_next_step(clean_node):
+    fault = json.dumps({"infera_extra_env": {"INFERA_SIM_TIME_SCALE": "0.05",
+                                             "INFERA_SIM_FAULT": "oom_graph_capture"}})
+    rc, out = deploy("-e", "conc=64", "-e", fault)
+    assert rc != 0
+    assert NODE in out
+    assert "capturing_cuda_graph" in out, out[-3000:]
+    assert "Capture cuda graph failed" in out
+    assert "--cuda-graph-max-bs" in out  # the next step
+    assert "Capturing batches" in out  # the log tail is in the message
+
+
+def test_hf_token_reaches_the_engine_but_is_never_printed(clean_node):
+    secret = "hf_rehearsalSENTINEL0123456789"
+    rc, out = deploy("-e", "conc=64", "-v", env={"HF_TOKEN": secret})
+    assert rc == 0, out[-3000:]
+    assert secret not in out
+    environ = clean_node.sh(
+        "tr '\\0' '\\n' </proc/$(pgrep -f '^python -m infera[.]engine[.]sglang ')/environ").stdout
+    assert f"HF_TOKEN={secret}" in environ.splitlines()
+    leaked = clean_node.sh(f"grep -rl {secret} /var/lib/infera/sgl_mix/scripts /var/lib/infera/sgl_mix/logs "
+                           f"/var/lib/infera/sgl_mix/results || true").stdout.strip()
+    assert leaked == "", f"token written to {leaked}"
+
+
+def test_raising_capture_size_warns_about_memory(clean_node):
+    rc, out = deploy("-e", "conc=64", "-e", "sglang_worker_cuda_graph_max_bs=160", "--check")
+    assert rc == 0, out[-3000:]
+    assert "raises the capture set" in out and "drop --mem-fraction-static" in out, out[-2000:]
+    assert not container_exists(clean_node), "check mode changed the node"

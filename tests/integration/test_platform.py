@@ -1,0 +1,56 @@
+"""The rehearsal platform itself: several nodes, idempotent bring-up, the real pull path."""
+
+import subprocess
+
+import pytest
+
+from rehearsal import PLATFORM, Node, platform_up
+
+FLEET = ["fleet-test-1", "fleet-test-2", "fleet-test-3"]
+
+
+def _container_id(name):
+    return subprocess.run(["docker", "inspect", "-f", "{{.Id}}", name],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def settings():
+    return platform_up(1)
+
+
+@pytest.fixture(scope="module")
+def fleet(settings):
+    subprocess.run([str(PLATFORM), "node-up", *FLEET], check=True)
+    yield [Node(name) for name in FLEET]
+    subprocess.run([str(PLATFORM), "node-down", *FLEET], check=True)
+
+
+def test_three_nodes_each_pull_the_engine_image_and_look_like_mi355x(fleet, settings):
+    assert len({node.address for node in fleet}) == 3
+    for node in fleet:
+        node.sh('docker pull -q "$IMG" >/dev/null', env={"IMG": settings["IMG"]}, timeout=300)
+        node.sh("test -c /dev/kfd && for i in $(seq 128 135); do test -c /dev/dri/renderD$i; done")
+        node.sh('getent group video && getent group render')
+        node.sh('test -f "$MODEL/tokenizer.json" && test -f "$MODEL/config.json" && test -s "$DATASET"',
+                env={"MODEL": settings["MODEL"], "DATASET": settings["DATASET"]})
+        node.sh('curl -sf -X POST "$ETCD/v3/maintenance/status" -d "{}"', env={"ETCD": settings["ETCD"]})
+
+
+def test_bringing_up_running_nodes_again_leaves_them_alone(fleet):
+    before = [_container_id(node.name) for node in fleet]
+    subprocess.run([str(PLATFORM), "node-up", *FLEET], check=True)
+    assert [_container_id(node.name) for node in fleet] == before
+
+
+def test_a_running_docker_engine_is_left_alone(settings):
+    before = subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True, text=True).stdout.split()
+    subprocess.run([str(PLATFORM), "engine"], check=True)
+    after = subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True, text=True).stdout.split()
+    assert before and before == after
+
+
+def test_bad_node_count_is_refused_in_one_line():
+    result = subprocess.run([str(PLATFORM), "up", "three"], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "node count must be a positive integer, got 'three'" in result.stderr

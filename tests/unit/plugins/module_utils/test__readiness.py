@@ -1,0 +1,505 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Readiness waiting against real files, a real writer thread and a real local health server."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from ansible_collections.infera.serving.plugins.module_utils._readiness import (
+    ARGUMENT_SPEC,
+    DEFAULT_FATAL_PATTERNS,
+    ReadinessError,
+    format_duration,
+    progress_line,
+    wait_until_ready,
+)
+
+READY = 'The server is fired up and ready to roll!'
+LAUNCH = [
+    '[2025-11-29 10:00:00] server_args=ServerArgs(model_path=/models/DeepSeek-V4-Pro, tp_size=8)',
+    '[2025-11-29 10:00:03 TP0] Load weight begin. avail mem=287.11 GB',
+    '[2025-11-29 10:03:00 TP0] Load weight end. elapsed=176.93 s, type=DeepseekV4ForCausalLM, avail mem=101.20 GB',
+    '[2025-11-29 10:03:01 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=98.0 GB',
+    'Capturing batches (bs=128 avail_mem=97.1GB): 1/3',
+    'Capturing batches (bs=64 avail_mem=96.9GB): 2/3',
+    'Capturing batches (bs=1 avail_mem=96.8GB): 3/3',
+    '[2025-11-29 10:20:00 TP0] Capture cuda graph end. Time elapsed: 1019.2 s. mem usage=1.2 GB.',
+    '[2025-11-29 10:20:05] INFO:     Uvicorn running on http://0.0.0.0:30000',
+    '[2025-11-29 10:20:09] ' + READY,
+]
+
+# One line per default fatal pattern, as the engine would print it.
+FATAL_LINES = {
+    'Capture cuda graph failed': 'Exception: Capture cuda graph failed: HIP error: out of resources',
+    'out of memory': 'RuntimeError: HIP out of memory. Tried to allocate 2.00 GiB',
+    'OutOfMemoryError': 'torch.OutOfMemoryError: HIP OOM while allocating the kv cache',
+    'HSA_STATUS_ERROR': ':0:rocdevice.cpp:2984: Callback: Queue aborting with error : HSA_STATUS_ERROR_EXCEPTION',
+    'Memory access fault by GPU': 'Memory access fault by GPU node-2 (Agent handle: 0x55d0) on address 0x7f. Reason: Page not present',
+    'Scheduler hit an exception': '[TP3] Scheduler hit an exception: Traceback (most recent call last):',
+    'Received sigquit': 'Received sigquit from a child process. It usually means the child failed.',
+    'unrecognized arguments': 'launch_server.py: error: unrecognized arguments: --attention-backnd dsv4',
+}
+
+
+# ---------------------------------------------------------------- helpers
+
+class HealthServer:
+    """A tiny HTTP server on 127.0.0.1 whose /health answers `status`."""
+
+    def __init__(self, status=200):
+        self.status = status
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                code = owner.status if self.path == '/health' else 404
+                self.send_response(code)
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.url = 'http://127.0.0.1:%d/health' % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Writer(threading.Thread):
+    """Append (delay, text) items to a file from a thread, the way the engine writes its log.
+
+    With exit_file, write the exit code there afterwards, as the launch wrapper does.
+    """
+
+    def __init__(self, path, items, exit_file=None, exit_code=1):
+        super().__init__(daemon=True)
+        self.path = path
+        self.items = items
+        self.exit_file = exit_file
+        self.exit_code = exit_code
+        self.wrote_at = {}
+
+    def run(self):
+        for delay, text in self.items:
+            time.sleep(delay)
+            with open(self.path, 'a') as handle:
+                handle.write(text)
+            self.wrote_at[text] = time.time()
+        if self.exit_file:
+            time.sleep(0.1)
+            with open(self.exit_file, 'w') as handle:
+                handle.write('%d\n' % self.exit_code)
+
+
+def lines(*texts, delay=0.02):
+    return [(delay, text + '\n') for text in texts]
+
+
+@pytest.fixture
+def node(tmp_path):
+    """Paths of one launch on a fake node."""
+    class Node:
+        log = str(tmp_path / 'engine.log')
+        exit_file = str(tmp_path / 'engine.exit')
+        state = str(tmp_path / 'engine.log.ready-state.json')
+        jit = str(tmp_path / 'jit')
+
+        @staticmethod
+        def params(**overrides):
+            params = {name: spec.get('default') for name, spec in ARGUMENT_SPEC.items()}
+            params.update(log_path=Node.log, exit_file=Node.exit_file, poll_interval=0.05, node='node7',
+                          stall_timeout=30, deadline=60)
+            params.update(overrides)
+            return params
+
+        @staticmethod
+        def write(text):
+            with open(Node.log, 'a') as handle:
+                handle.write(text)
+
+    return Node
+
+
+def failure(params):
+    with pytest.raises(ReadinessError) as error:
+        wait_until_ready(params)
+    return str(error.value), error.value.details
+
+
+# ---------------------------------------------------------------- ready
+
+def test_progressive_launch_becomes_ready_with_phases(node):
+    with HealthServer() as health:
+        writer = Writer(node.log, lines(*LAUNCH))
+        writer.start()
+        result = wait_until_ready(node.params(health_url=health.url))
+        writer.join()
+    assert result['ready'] is True
+    assert result['phase'] == 'ready'
+    assert result['health_status'] == 200
+    assert list(result['phases']) == ['launching', 'loading_weights', 'weights_loaded', 'capturing_cuda_graph',
+                                      'graph_captured', 'ready']
+    times = [entry['at'] for entry in result['phases'].values()]
+    assert times == sorted(times)
+    assert all(entry['since_start'] >= 0 for entry in result['phases'].values())
+    assert result['phases']['weights_loaded']['reported_elapsed'] == 176.93
+    assert result['graph_progress'] == {'done': 3, 'total': 3, 'bs': 1}
+    assert result['log_tail'][-1].endswith(READY)
+    assert result['log_bytes'] == os.path.getsize(node.log)
+    assert os.path.exists(node.state)
+
+
+def test_ready_waits_for_health_200(node):
+    node.write('\n'.join(LAUNCH) + '\n')
+    with HealthServer(status=503) as health:
+        threading.Timer(0.4, setattr, (health, 'status', 200)).start()
+        started = time.time()
+        result = wait_until_ready(node.params(health_url=health.url))
+    assert result['ready'] is True
+    assert time.time() - started >= 0.35
+
+
+def test_ready_line_without_health_answer_is_not_ready(node):
+    node.write('\n'.join(LAUNCH) + '\n')
+    result = wait_until_ready(node.params(health_url='http://127.0.0.1:9/health', max_wait=0.3))
+    assert result['ready'] is False
+    assert result['phase'] == 'graph_captured'
+    assert result['health_status'] is None
+
+
+def test_tqdm_progress_bar_is_parsed_and_shown_once(node):
+    progress_bar = 'Capturing batches (bs=%d avail_mem=12.3 GB):  %d%%|███▌      | %d/20 [00:05<00:10,  1.2it/s]'
+    node.write('Capture cuda graph begin. This can take up to several minutes.\n')
+    node.write(''.join('\r' + progress_bar % (64 - k, k * 5, k) for k in range(1, 8)))
+    result = wait_until_ready(node.params(max_wait=0.2))
+    assert result['ready'] is False
+    assert result['phase'] == 'capturing_cuda_graph'
+    assert result['graph_progress'] == {'done': 7, 'total': 20, 'bs': 57}
+    assert result['log_tail'] == ['Capture cuda graph begin. This can take up to several minutes.', progress_bar % (57, 35, 7)]
+
+    node.write('\r' + progress_bar % (56, 40, 8) + '\n[TP0] Capture cuda graph end. Time elapsed: 30.1 s.\n')
+    result = wait_until_ready(node.params(max_wait=0.2))
+    assert result['phase'] == 'graph_captured'
+    assert result['graph_progress'] == {'done': 20, 'total': 20, 'bs': 56}
+    assert result['log_tail'][-2:] == [progress_bar % (56, 40, 8), '[TP0] Capture cuda graph end. Time elapsed: 30.1 s.']
+
+
+def test_old_ready_line_before_log_offset_is_ignored(node):
+    node.write('\n'.join(LAUNCH) + '\n')
+    offset = os.path.getsize(node.log)
+    node.write(LAUNCH[0] + '\n' + LAUNCH[1] + '\n')
+    result = wait_until_ready(node.params(log_offset=offset, max_wait=0.3))
+    assert result['ready'] is False
+    assert result['phase'] == 'loading_weights'
+    assert READY not in '\n'.join(result['log_tail'])
+
+    node.write('\n'.join(LAUNCH[2:]) + '\n')
+    result = wait_until_ready(node.params(log_offset=offset))
+    assert result['ready'] is True
+
+
+# ---------------------------------------------------------------- failures
+
+@pytest.mark.parametrize('pattern', DEFAULT_FATAL_PATTERNS)
+def test_each_fatal_pattern_fails_fast_with_stage_and_tail(node, pattern):
+    line = FATAL_LINES[pattern]
+    writer = Writer(node.log, lines(*LAUNCH[:5]) + [(0.3, line + '\n')] + lines('more output after the error'),
+                    exit_file=node.exit_file)
+    writer.start()
+    message, details = failure(node.params())
+    failed_at = time.time()
+    writer.join()
+    assert failed_at - writer.wrote_at[line + '\n'] < 5
+    assert details['phase'] == 'failed'
+    assert details['stage'] == 'capturing_cuda_graph'
+    assert details['ready'] is False
+    assert line in details['cause']
+    assert details['log_tail'][-2:] == [line, 'more output after the error']
+    assert details['exit_code'] == 1
+    first = message.splitlines()[0]
+    assert first.startswith('SGLang engine on node7')
+    assert 'failed during stage capturing_cuda_graph (graph 1/3, bs=128)' in first
+    assert 'Next step: ' in first
+    assert 'Last %d lines of %s:' % (len(details['log_tail']), node.log) in message
+    assert message.splitlines()[-len(details['log_tail']):] == details['log_tail']
+
+
+@pytest.mark.parametrize('line, stage_lines, hint', [
+    (FATAL_LINES['out of memory'], LAUNCH[:5], 'lower --cuda-graph-max-bs or --mem-fraction-static'),
+    (FATAL_LINES['OutOfMemoryError'], LAUNCH[:2], 'lower --mem-fraction-static and check that nothing else holds'),
+    (FATAL_LINES['unrecognized arguments'], LAUNCH[:1], 'check the flag against the recipe'),
+    (FATAL_LINES['Memory access fault by GPU'], LAUNCH[:5], 'check the GPUs on node7'),
+    (FATAL_LINES['Received sigquit'], LAUNCH[:5], 'a child process died: find the first error above this line'),
+    (FATAL_LINES['Scheduler hit an exception'], LAUNCH[:2], 'read the traceback that follows this line'),
+])
+def test_fatal_next_step_fits_the_cause_and_stage(node, line, stage_lines, hint):
+    node.write('\n'.join(stage_lines + [line]) + '\n')
+    with open(node.exit_file, 'w') as handle:
+        handle.write('1')
+    message, _details = failure(node.params())
+    assert hint in message.splitlines()[0]
+
+
+def test_a_fatal_line_waits_briefly_for_the_rest_of_the_error(node):
+    oom = ['Capture cuda graph failed: out of memory',
+           'torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB.',
+           'Possible solutions:',
+           '2. set --cuda-graph-max-bs to a smaller value (e.g., 16)']
+    writer = Writer(node.log, lines(*LAUNCH[:5]) + [(0.2, oom[0] + '\n')] + lines(*oom[1:], delay=0.3))
+    writer.start()
+    message, details = failure(node.params())
+    failed_at = time.time()
+    writer.join()
+    assert failed_at - writer.wrote_at[oom[0] + '\n'] < 5
+    assert details['log_tail'][-4:] == oom
+    assert details['cause'] == "log line matched 'Capture cuda graph failed': " + oom[0]
+    assert message.endswith('\n'.join(oom))
+
+
+def test_a_traceback_alone_is_not_fatal(node):
+    node.write(LAUNCH[0] + '\nTraceback (most recent call last):\n  File "x.py", line 1\nValueError: retry\n')
+    result = wait_until_ready(node.params(max_wait=0.3))
+    assert result['ready'] is False
+    assert result['phase'] == 'launching'
+
+
+def test_extra_fatal_pattern(node):
+    node.write('RuntimeError: NCCL error in: broadcast\n')
+    message, details = failure(node.params(extra_fatal_patterns=['NCCL error']))
+    assert details['phase'] == 'failed'
+    assert 'inspect %s' % node.log in message
+
+
+def test_exit_file_fails_fast_with_code_and_hint(node):
+    writer = Writer(node.log, lines(*LAUNCH[:3]))
+    writer.start()
+    threading.Timer(0.4, lambda: open(node.exit_file, 'w').write('137\n')).start()
+    started = time.time()
+    message, details = failure(node.params())
+    writer.join()
+    assert time.time() - started < 5
+    assert details['phase'] == 'exited'
+    assert details['exit_code'] == 137
+    assert details['stage'] == 'weights_loaded'
+    assert 'exited during stage weights_loaded' in message
+    assert 'exit file %s appeared (code 137)' % node.exit_file in message
+    assert 'SIGKILL' in message
+
+
+def test_fatal_line_written_just_before_exit_is_the_cause(node):
+    node.write(LAUNCH[1] + '\n' + FATAL_LINES['OutOfMemoryError'] + '\n')
+    with open(node.exit_file, 'w') as handle:
+        handle.write('1')
+    _message, details = failure(node.params())
+    assert details['phase'] == 'failed'
+    assert details['exit_code'] == 1
+    assert 'then the engine exited' in details['cause']
+
+
+def test_dead_pid_means_exited(node, tmp_path):
+    process = subprocess.Popen([sys.executable, '-c', 'pass'])
+    process.wait()
+    pid_file = tmp_path / 'engine.pid'
+    pid_file.write_text('%d\n' % process.pid)
+    node.write(LAUNCH[0] + '\n')
+    message, details = failure(node.params(exit_file=None, pid_file=str(pid_file)))
+    assert details['phase'] == 'exited'
+    assert 'process %d from %s is gone' % (process.pid, pid_file) in message
+
+
+def test_zombie_pid_means_exited(node, tmp_path):
+    process = subprocess.Popen([sys.executable, '-c', 'pass'])
+    time.sleep(0.3)  # exited but not reaped: a zombie, /proc/<pid> still there
+    pid_file = tmp_path / 'engine.pid'
+    pid_file.write_text(str(process.pid))
+    try:
+        _message, details = failure(node.params(exit_file=None, pid_file=str(pid_file)))
+    finally:
+        process.wait()
+    assert details['phase'] == 'exited'
+
+
+def test_live_pid_and_missing_pid_file_are_not_exits(node, tmp_path):
+    pid_file = tmp_path / 'engine.pid'
+    node.write(LAUNCH[0] + '\n')
+    assert wait_until_ready(node.params(pid_file=str(pid_file), max_wait=0.2))['ready'] is False
+    pid_file.write_text(str(os.getpid()))
+    assert wait_until_ready(node.params(pid_file=str(pid_file), max_wait=0.2))['phase'] == 'launching'
+
+
+def test_stall_fails_after_stall_timeout(node):
+    node.write('\n'.join(LAUNCH[:5]) + '\n')
+    started = time.time()
+    message, details = failure(node.params(stall_timeout=0.6))
+    waited = time.time() - started
+    assert 0.5 <= waited < 3
+    assert details['phase'] == 'stalled'
+    assert details['stage'] == 'capturing_cuda_graph'
+    assert details['cause'].startswith('no new log output for 0.')
+    assert details['cause'].endswith(' s (stall_timeout 0.6 s)')
+    assert 'stalled during stage capturing_cuda_graph (graph 1/3, bs=128)' in message
+    assert 'check for progress with du -sh' in message
+    assert 'raise stall_timeout or lower --cuda-graph-max-bs' in message
+
+
+def test_stall_while_loading_points_at_the_model_storage(node):
+    node.write(LAUNCH[1] + '\n')
+    message, _details = failure(node.params(stall_timeout=0.3))
+    assert 'check that the model storage is mounted and being read on node7' in message.splitlines()[0]
+
+
+def test_missing_log_stalls_with_its_own_cause(node):
+    message, details = failure(node.params(stall_timeout=0.3))
+    assert details['phase'] == 'stalled'
+    assert 'the log %s has not appeared' % node.log in details['cause']
+    assert '(no log lines from %s)' % node.log in message
+
+
+def test_deadline_fails_even_while_the_log_grows(node):
+    writer = Writer(node.log, lines(*(['Load weight begin'] + ['still loading'] * 40), delay=0.05))
+    writer.start()
+    message, details = failure(node.params(stall_timeout=0.5, deadline=1.0))
+    writer.join()
+    assert details['phase'] == 'timed_out'
+    assert 1.0 <= details['elapsed'] < 3
+    assert 'timed out during stage loading_weights' in message
+    assert 'deadline 1 s' in details['cause']
+
+
+def test_deadline_counts_from_started_at(node):
+    node.write(LAUNCH[0] + '\n')
+    _message, details = failure(node.params(started_at=time.time() - 100, deadline=50))
+    assert details['phase'] == 'timed_out'
+    assert details['elapsed'] >= 100
+
+
+def test_watch_dir_growth_postpones_the_stall(node):
+    os.makedirs(node.jit)
+    node.write('\n'.join(LAUNCH[:4]) + '\n')
+
+    def build_kernels():
+        for index in range(12):
+            time.sleep(0.15)
+            with open(os.path.join(node.jit, 'kernel_%d.so' % index), 'w') as handle:
+                handle.write('x' * 100)
+
+    builder = threading.Thread(target=build_kernels, daemon=True)
+    builder.start()
+    result = wait_until_ready(node.params(stall_timeout=0.6, max_wait=1.6,
+                                          watch_dirs=[node.jit, node.jit + '-missing']))
+    assert result['ready'] is False
+    assert result['phase'] == 'capturing_cuda_graph'
+    builder.join()
+    message, details = failure(node.params(stall_timeout=0.6, watch_dirs=[node.jit]))
+    assert details['phase'] == 'stalled'
+    assert 'no change in %s' % node.jit in details['cause']
+    assert 'du -sh %s on node7' % node.jit in message
+
+
+def test_max_wait_returns_progress_and_the_next_call_resumes(node):
+    node.write('\n'.join(LAUNCH[:3]) + '\n')
+    first = wait_until_ready(node.params(max_wait=0.3))
+    assert first['ready'] is False
+    assert first['phase'] == 'weights_loaded'
+    assert 0.3 <= first['elapsed'] < 2
+
+    node.write('\n'.join(LAUNCH[3:]) + '\n')
+    second = wait_until_ready(node.params())
+    assert second['ready'] is True
+    assert second['started_at'] == first['started_at']
+    assert second['phases']['loading_weights'] == first['phases']['loading_weights']
+    assert second['log_tail'] == LAUNCH  # nothing read twice, nothing lost
+
+
+def test_waiting_again_on_a_ready_launch_returns_at_once_and_notices_a_later_exit(node):
+    node.write('\n'.join(LAUNCH) + '\n')
+    with HealthServer() as health:
+        first = wait_until_ready(node.params(health_url=health.url))
+        started = time.time()
+        again = wait_until_ready(node.params(health_url=health.url))
+        assert time.time() - started < 1
+    assert again['ready'] is True
+    assert again['phases']['ready'] == first['phases']['ready']
+    with open(node.exit_file, 'w') as handle:
+        handle.write('0')
+    message, details = failure(node.params())
+    assert details['phase'] == 'exited'
+    assert details['stage'] == 'graph_captured'
+    assert 'code 0 is a clean shutdown' in message
+
+
+def test_a_fatal_line_read_by_an_earlier_call_still_fails_the_next(node):
+    node.write(LAUNCH[0] + '\n' + FATAL_LINES['unrecognized arguments'] + '\n')
+    failure(node.params())
+    _message, details = failure(node.params())
+    assert details['phase'] == 'failed'
+
+
+def test_a_replaced_log_starts_a_new_launch(node):
+    node.write('\n'.join(LAUNCH) + '\n')
+    assert wait_until_ready(node.params())['ready'] is True
+    os.remove(node.log)
+    node.write(LAUNCH[0] + '\n')
+    result = wait_until_ready(node.params(max_wait=0.2))
+    assert result['ready'] is False
+    assert result['phase'] == 'launching'
+    assert result['log_tail'] == [LAUNCH[0]]
+
+
+def test_state_for_another_log_offset_is_ignored(node):
+    node.write('\n'.join(LAUNCH) + '\n')
+    assert wait_until_ready(node.params())['ready'] is True
+    size = os.path.getsize(node.log)
+    result = wait_until_ready(node.params(log_offset=size, max_wait=0.2))
+    assert result['ready'] is False
+
+
+# ---------------------------------------------------------------- options and formatting
+
+@pytest.mark.parametrize('overrides, expected', [
+    ({'poll_interval': 10}, 'poll_interval must be more than 0 and at most 5 seconds'),
+    ({'stall_timeout': 0}, 'stall_timeout must be more than 0 seconds'),
+    ({'max_wait': -1}, 'max_wait must be 0 (wait until done) or more seconds'),
+    ({'log_offset': -5}, 'log_offset must be 0 or more bytes'),
+    ({'fatal_patterns': ['(unclosed']}, "fatal pattern '(unclosed' is not a valid regular expression"),
+    ({'health_url': '127.0.0.1:30000/health'}, 'health_url must be an http:// or https:// URL'),
+])
+def test_bad_options_are_named(node, overrides, expected):
+    with pytest.raises(ReadinessError) as error:
+        wait_until_ready(node.params(**overrides))
+    assert expected in str(error.value)
+
+
+def test_unwritable_state_file_is_named(node, tmp_path):
+    blocker = tmp_path / 'file'
+    blocker.write_text('')
+    with pytest.raises(ReadinessError) as error:
+        wait_until_ready(node.params(state_file=str(blocker / 'state.json'), max_wait=0.1))
+    assert 'cannot write the state file' in str(error.value)
+
+
+def test_progress_line_format():
+    result = {'phase': 'capturing_cuda_graph', 'graph_progress': {'done': 7, 'total': 20, 'bs': 64}, 'elapsed': 751.9}
+    assert progress_line('node1', result, 5120) == 'node1: capturing_cuda_graph graph 7/20 (bs=64) elapsed 12:31, log +5120'
+    early = {'phase': 'launching', 'graph_progress': {'done': 0, 'total': 0, 'bs': None}, 'elapsed': 5}
+    assert progress_line('node1', early, 0) == 'node1: launching graph 0/? (bs=-) elapsed 00:05, log +0'
+
+
+@pytest.mark.parametrize('seconds, text', [(0, '00:00'), (59.9, '00:59'), (61, '01:01'), (2700, '45:00'), (-3, '00:00')])
+def test_format_duration(seconds, text):
+    assert format_duration(seconds) == text

@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PLATFORM := tests/rehearsal/platform
 CONC ?= 64
 
-.PHONY: bootstrap platform-up platform-down demo test test-unit test-sim test-integration lint
+.PHONY: bootstrap platform-up platform-down demo test test-unit test-sim test-integration test-lint
 
 bootstrap:
 	@scripts/bootstrap
@@ -30,5 +30,10 @@ test-sim: bootstrap
 test-integration: platform-up
 	python -m pytest -q tests/integration
 
+test-lint: bootstrap
+	python -m pytest -q tests/lint
+
+# Everything: unit, simulator, lint + sanity, then the rehearsal platform (walkthrough
+# fidelity, deploy failure paths, platform, molecule scenarios).
 test: bootstrap
-	python -m pytest -q -p no:cacheprovider tests/unit tests/rehearsal/sim_tests tests/integration
+	python -m pytest -q -p no:cacheprovider -ra tests/unit tests/rehearsal/sim_tests tests/lint tests/integration

@@ -43,7 +43,7 @@ class Node:
         for key, value in (env or {}).items():
             cmd += ["-e", f"{key}={value}"]
         cmd += [self.name, "bash", "-c", script]
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         if check and result.returncode != 0:
             raise AssertionError(
                 f"on {self.name}: exit {result.returncode} from:\n{script}\n"

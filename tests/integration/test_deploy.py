@@ -32,7 +32,7 @@ def deploy(*extra, env=None):
     cmd = ["ansible-playbook", "playbooks/deploy_mixed.yml", *extra]
     full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
                 "ANSIBLE_NOCOLOR": "1", **(env or {})}
-    result = subprocess.run(cmd, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(cmd, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=600, check=False)
     return result.returncode, result.stdout + result.stderr
 
 

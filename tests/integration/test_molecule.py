@@ -23,7 +23,7 @@ def test_molecule_scenario(scenario):
     env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PY_COLORS": "0",
            "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
     result = subprocess.run(["molecule", "test", "-s", scenario], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=900)
+                            capture_output=True, text=True, timeout=900, check=False)
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"molecule test -s {scenario} failed:\n{output[-6000:]}"
     # The idempotence step ran and passed: a second converge changed nothing.

@@ -191,5 +191,3 @@ class Router:
     def wait_for_workers(self, count, timeout=10):
         wait_until(lambda: self.worker_count() == count, timeout,
                    f"router never listed {count} worker(s)\n" + self.process.describe())
-
-

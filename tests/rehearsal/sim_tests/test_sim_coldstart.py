@@ -31,8 +31,8 @@ def test_cold_start_logs_in_order_and_grows_jit_dir(start_worker, tmp_path):
     captures = [tuple(map(int, match)) for match in CAPTURE_LINE.findall(log)]
     sizes = [1, 2, 4, 8] + list(range(16, 129, 8))
     # SGLang captures the largest batch size first; the walkthrough caps it at 128.
-    assert [bs for bs, _, _ in captures] == sorted(sizes, reverse=True)
-    assert [(done, total) for _, done, total in captures] == [
+    assert [bs for bs, _done, _total in captures] == sorted(sizes, reverse=True)
+    assert [(done, total) for _bs, done, total in captures] == [
         (done, len(sizes)) for done in range(1, len(sizes) + 1)]
     capture_span = log[positions[3]:positions[4]]
     assert capture_span.count("Capturing batches") == len(sizes)
@@ -50,7 +50,7 @@ def test_explicit_capture_list_and_missing_levers(start_worker):
     log = worker.stdout
     assert ("levers: attention_backend=MISSING, fused_compress=MISSING "
             "(SGLANG_USE_AITER, SGLANG_OPT_USE_TOPK_V2)") in log
-    assert [int(bs) for bs, _, _ in CAPTURE_LINE.findall(log)] == [4, 2, 1]
+    assert [int(bs) for bs, _done, _total in CAPTURE_LINE.findall(log)] == [4, 2, 1]
 
 
 def test_disable_cuda_graph_skips_capture(start_worker, tmp_path):

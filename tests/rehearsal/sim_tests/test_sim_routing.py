@@ -59,7 +59,7 @@ def test_worker_registers_and_serves_through_router(router, start_worker, etcd, 
     assert chat["usage"]["completion_tokens"] > 0
 
     # What sglang.bench_serving --backend sglang-oai sends.
-    content_type, events, _ = sse_events(router.url + "/v1/completions", {
+    content_type, events, _arrivals = sse_events(router.url + "/v1/completions", {
         "model": str(model_dir), "prompt": "word " * 400, "temperature": 0.0, "best_of": 1,
         "max_tokens": 40, "stream": True, "ignore_eos": True})
     assert content_type.startswith("text/event-stream")
@@ -72,7 +72,7 @@ def test_worker_registers_and_serves_through_router(router, start_worker, etcd, 
     assert chunks[-1]["usage"] == {"prompt_tokens": 400, "completion_tokens": 40,
                                    "total_tokens": 440}
 
-    _, chat_events, _ = sse_events(router.url + "/v1/chat/completions", {
+    _content_type, chat_events, _arrivals = sse_events(router.url + "/v1/chat/completions", {
         "model": str(model_dir), "messages": [{"role": "user", "content": "1+1=?"}],
         "stream": True})
     text = "".join(event["choices"][0]["delta"].get("content", "")

@@ -71,7 +71,7 @@ def test_capture_list_follows_sglang():
 
 
 def stream_tokens(url, model, max_tokens, results):
-    _, events, arrivals = sse_events(url + "/v1/completions", {
+    _content_type, events, arrivals = sse_events(url + "/v1/completions", {
         "model": model, "prompt": "measure the rate", "max_tokens": max_tokens,
         "stream": True, "ignore_eos": True, "temperature": 0})
     results.append((events[-2]["usage"]["completion_tokens"], arrivals[0], arrivals[-1]))
@@ -93,11 +93,11 @@ def test_measured_stream_rate_follows_model(router, start_worker, model_dir):
     started = time.monotonic()
     threads = [threading.Thread(target=stream_tokens,
                                 args=(router.url, str(model_dir), 120, results))
-               for _ in range(8)]
+               for _request in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert len(results) == 8
-    aggregate = sum(tokens for tokens, _, _ in results) / (time.monotonic() - started)
+    aggregate = sum(tokens for tokens, _first, _last in results) / (time.monotonic() - started)
     assert 0.6 * 680 <= aggregate <= 1.2 * 680

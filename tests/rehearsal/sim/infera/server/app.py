@@ -114,4 +114,3 @@ class RouterHandler(JsonHandler):
         message = f"worker {worker['url']} {detail}"
         log.warning("%s", message)
         self.send_error_json(502, message, "bad_gateway")
-

@@ -172,7 +172,7 @@ def _compile(pattern):
 def probe_health(url, timeout=_HEALTH_TIMEOUT):
     """Return (status code or None, error text or None) for a GET of url."""
     try:
-        response = open_url(url, method='GET', timeout=timeout)
+        response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
         try:
             return response.getcode(), None
         finally:

@@ -503,3 +503,28 @@ def test_progress_line_format():
 @pytest.mark.parametrize('seconds, text', [(0, '00:00'), (59.9, '00:59'), (61, '01:01'), (2700, '45:00'), (-3, '00:00')])
 def test_format_duration(seconds, text):
     assert format_duration(seconds) == text
+
+
+def test_health_probe_ignores_a_proxy_set_in_the_environment(monkeypatch):
+    """The engine's health is on loopback: a proxy in the environment must not intercept it."""
+    from ansible_collections.infera.serving.plugins.module_utils import _readiness
+
+    class Healthy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's naming)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Healthy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for name in ("http_proxy", "HTTP_PROXY"):
+            monkeypatch.setenv(name, "http://127.0.0.1:9")
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        status, error = _readiness.probe_health("http://127.0.0.1:%d/health" % server.server_address[1], timeout=5)
+        assert (status, error) == (200, None)
+    finally:
+        server.shutdown()

@@ -1,0 +1,227 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: sglang_bench_wait
+short_description: Wait for one sglang.bench_serving sweep point on a node, aborting it if the worker dies
+version_added: 0.1.0
+description:
+  - Waits on the node for one point of a throughput sweep. The point is a run of the C(sglang.bench_serving) client,
+    started detached inside the worker container (C(docker exec -d)) through a wrapper script. The wrapper writes into
+    a host-mounted directory the client's C(--output-file) (O(output_file)), its log (O(log_path)) and, when the client
+    exits, an exit file (O(exit_file)) holding the client's exit code. The module reads them from the node side.
+  - The point is done when O(exit_file) appears. Exit code 0 succeeds; any other code fails the task.
+  - The point is aborted when the worker dies. That is when the engine's own exit file (O(engine_exit_file)) appears,
+    or when O(engine_health_url) fails O(health_failures) checks in a row. It is also aborted when O(deadline) seconds
+    have passed since the module started. An aborted point fails the task. First the bench processes are stopped
+    (O(kill_match)), so a client cannot go on hammering a dead or restarted engine, or the next point.
+  - The failure message is written to be acted on at 3 a.m. It names the node, the stage and the point (O(stage),
+    O(conc)), the cause and a next step. The last 30 lines of the bench log follow it.
+  - Meant to run with C(async) and C(poll) so that a point of an hour survives a dropped SSH connection. Set C(async)
+    a little above O(deadline) (for example O(deadline) + 60) so the module, not the async timeout, reports the
+    deadline, and stops the client.
+author:
+  - Infera serving maintainers (@infera)
+extends_documentation_fragment:
+  - infera.serving._attributes
+  - infera.serving._attributes.action_group
+attributes:
+  check_mode:
+    support: none
+    details:
+      - The module waits on processes that check mode does not start (the bench client is launched by an earlier
+        C(command) task, which check mode skips), so it would only run into its deadline. In check mode it is skipped.
+  diff_mode:
+    support: N/A
+    details:
+      - The module only waits; stopping the processes of an aborted point is not something to diff.
+  idempotent:
+    support: full
+    details:
+      - Waiting again on a finished point returns its result at once with C(changed=false).
+      - C(changed=true) only when an aborted point had bench processes to stop. Waiting again on it finds none left.
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: full
+    details:
+      - Use C(async) above O(deadline) and a C(poll) interval such as 10 seconds.
+options:
+  exit_file:
+    description:
+      - The bench wrapper's exit marker, as a path on the node. The wrapper writes the client's exit code into it when
+        the client exits. Its appearance ends the wait.
+      - The wrapper must remove a stale one before it starts the client, and should write it in one step (a temporary
+        file, then a rename). A file that exists but holds no code for 2 seconds fails the point.
+    type: path
+    required: true
+  output_file:
+    description:
+      - The client's C(--output-file) (jsonl), as a path on the node. Used to count RV(output_lines).
+      - The client appends one line when it finishes, and none when every request failed.
+    type: path
+  log_path:
+    description: The client's stdout and stderr log, as a path on the node. Its last 30 lines go into RV(log_tail) and into every failure message.
+    type: path
+  engine_exit_file:
+    description:
+      - The engine launch's exit file (for example C(<work>/run/engine-<launch>.exit)). Its appearance means the engine
+        died, which aborts the point. An engine exit file present at the start aborts the point at once.
+    type: path
+  engine_log_path:
+    description:
+      - The engine log, named in the next step when the worker dies or the point runs out of time.
+      - By default it is derived from O(engine_exit_file) in the C(sglang_worker) role's layout, where
+        C(<work>/run/engine-<launch>.exit) goes with C(<work>/logs/engine-<launch>.log).
+    type: path
+  engine_health_url:
+    description:
+      - The engine's health URL, for example V(http://127.0.0.1:30000/health). HTTP 200 means alive. Any other answer,
+        a refused connection or no answer within 30 seconds counts as one failed check.
+      - The checks run beside the wait in a thread, so a slow answer never delays noticing O(exit_file).
+      - The URL is asked directly, never through a proxy set in the environment.
+    type: str
+  health_failures:
+    description: How many failed health checks in a row mean the worker is dead.
+    type: int
+    default: 3
+  health_interval:
+    description: Seconds between the end of one health check and the start of the next.
+    type: float
+    default: 5
+  deadline:
+    description:
+      - Seconds from the module's start after which the point is aborted.
+      - Size it from the point. At concurrency C, C(sglang.bench_serving) sends C(12 x C) requests
+        (C(--warmup-requests 2xC), then C(--num-prompts 10xC)), C at a time.
+    type: int
+    default: 3600
+  kill_match:
+    description:
+      - Text found in the bench process command line, for example the output file path. When the point is aborted,
+        every process whose command line (C(/proc/<pid>/cmdline)) contains it gets a SIGTERM; those still running
+        5 seconds later get a SIGKILL. The node sees the container's processes in C(/proc), so this reaches the client
+        inside the worker container. The module and its parents are never matched.
+      - Make it specific to this point; it must not be empty. Without it nothing is stopped on abort.
+      - Stopping processes in the container needs root on the node (C(become)).
+    type: str
+  poll_interval:
+    description: Seconds between two looks at the exit files and the clock (more than 0, at most 10).
+    type: float
+    default: 1
+  node:
+    description: The name used for the node in messages, such as the inventory hostname. Defaults to the machine's hostname.
+    type: str
+  conc:
+    description: The concurrency of this point, for messages (C(point c64)).
+    type: int
+  stage:
+    description: The stage of the walkthrough, for messages.
+    type: str
+    default: sweep
+notes:
+  - Only Python's standard library and Ansible's own module utilities are needed on the node.
+  - The module does not parse the jsonl; that is done on the controller once every point has finished.
+requirements:
+  - Python 3 on the node, with C(/proc) (Linux).
+seealso:
+  - module: infera.serving.sglang_ready
+"""
+
+EXAMPLES = r"""
+- name: sweep | Start the bench client for c{{ item }} detached in the worker container
+  ansible.builtin.command:
+    argv: [docker, exec, -d, sglang-worker, /work/run/bench.sh, "{{ item }}"]
+  changed_when: true
+
+- name: sweep | Wait for point c{{ item }}
+  infera.serving.sglang_bench_wait:
+    exit_file: "{{ sweep_work_dir }}/results/bench-c{{ item }}.exit"
+    output_file: "{{ sweep_work_dir }}/results/mix_c{{ item }}.jsonl"
+    log_path: "{{ sweep_work_dir }}/results/bench-c{{ item }}.log"
+    engine_exit_file: "{{ sglang_worker_work_dir }}/run/engine-{{ _sglang_worker_launch_id }}.exit"
+    engine_health_url: "http://127.0.0.1:{{ sglang_worker_port }}/health"
+    kill_match: "mix_c{{ item }}.jsonl"
+    deadline: 3600
+    node: "{{ inventory_hostname }}"
+    conc: "{{ item }}"
+  async: 3660
+  poll: 10
+  become: true
+
+- name: sweep | Wait for a short point without health checks
+  infera.serving.sglang_bench_wait:
+    exit_file: /var/lib/infera/results/bench-c32.exit
+    output_file: /var/lib/infera/results/mix_c32.jsonl
+    log_path: /var/lib/infera/results/bench-c32.log
+    deadline: 900
+    conc: 32
+  register: _sweep_point
+"""
+
+RETURN = r"""
+rc:
+  description: The bench client's exit code from O(exit_file); null when the point was aborted before the client exited.
+  returned: always
+  type: int
+  sample: 0
+elapsed:
+  description: Seconds the module waited.
+  returned: always
+  type: float
+  sample: 812.4
+aborted:
+  description: Whether the point was aborted (the worker died or the deadline passed) rather than finished by the client.
+  returned: always
+  type: bool
+  sample: false
+cause:
+  description: Why the point failed, in one sentence.
+  returned: failure
+  type: str
+  sample: the engine exit file /var/lib/infera/sglang/run/engine-3.exit appeared (code 137)
+output_lines:
+  description: The number of non-blank lines in O(output_file), 0 when it is missing. A finished point adds one.
+  returned: always
+  type: int
+  sample: 1
+log_tail:
+  description: The last 30 lines of O(log_path), with a progress bar redrawn by carriage returns shown as its last redraw.
+  returned: always
+  type: list
+  elements: str
+  sample: ["Output token throughput (tok/s):         5120.33", "=================================================="]
+killed_pids:
+  description: The processes that were sent SIGTERM (and SIGKILL if they outlived 5 seconds) when the point was aborted.
+  returned: always
+  type: list
+  elements: int
+  sample: [41233, 41250]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.infera.serving.plugins.module_utils._bench_wait import (
+    ARGUMENT_SPEC,
+    BenchWaitError,
+    wait_for_point,
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False)
+
+    try:
+        result, warnings = wait_for_point(module.params)
+    except BenchWaitError as error:
+        module.fail_json(msg=str(error), **error.details)
+
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

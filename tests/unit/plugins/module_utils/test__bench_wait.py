@@ -1,0 +1,424 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Waiting on a sweep point against real files, real child processes and a real local health server."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from ansible_collections.infera.serving.plugins.module_utils import _bench_wait
+from ansible_collections.infera.serving.plugins.module_utils._bench_wait import (
+    ARGUMENT_SPEC,
+    BenchWaitError,
+    count_lines,
+    default_engine_log,
+    find_processes,
+    log_tail,
+    read_exit_code,
+    stop_processes,
+    wait_for_point,
+)
+
+RESULT_LINE = '{"backend": "sglang-oai", "max_concurrency": 64, "output_throughput": 5120.3}'
+BENCH_LOG = [
+    '#Input tokens: 524288',
+    '#Output tokens: 65536',
+    'Starting warmup with 128 sequences...',
+    'Warmup completed with 128 sequences. Starting main benchmark run...',
+]
+
+
+# ---------------------------------------------------------------- helpers
+
+class HealthServer:
+    """A tiny HTTP server on 127.0.0.1 whose /health answers `status`."""
+
+    def __init__(self, status=200):
+        self.status = status
+        self.hits = 0
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                owner.hits += 1
+                code = owner.status if self.path == '/health' else 404
+                self.send_response(code)
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.url = 'http://127.0.0.1:%d/health' % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class BenchProcess:
+    """A real child process standing in for the bench client, recognisable by a unique argument."""
+
+    def __init__(self, ignore_sigterm=False):
+        self.mark = 'bench-wait-test-%s' % uuid.uuid4().hex
+        body = 'import signal, time\n'
+        if ignore_sigterm:
+            body += 'signal.signal(signal.SIGTERM, signal.SIG_IGN)\n'
+        body += 'print("ready", flush=True)\ntime.sleep(60)\n'
+        self.process = subprocess.Popen([sys.executable, '-c', body, '--output-file', '/results/%s.jsonl' % self.mark],
+                                        stdout=subprocess.PIPE)
+        # Signal handling is in place once it has printed.
+        self.process.stdout.readline()
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def ended_by(self):
+        """The signal that ended it, waiting briefly."""
+        return -self.process.wait(timeout=10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+        self.process.stdout.close()
+
+
+def later(delay, write_path, text):
+    """Write text to write_path after delay seconds, from a thread, the way a wrapper writes its markers."""
+    def write():
+        with open(write_path, 'w') as handle:
+            handle.write(text)
+    timer = threading.Timer(delay, write)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+@pytest.fixture
+def point(tmp_path):
+    """Paths of one sweep point and its engine on a fake node."""
+    (tmp_path / 'run').mkdir()
+    (tmp_path / 'results').mkdir()
+
+    class Point:
+        exit_file = str(tmp_path / 'results' / 'bench-c64.exit')
+        output = str(tmp_path / 'results' / 'mix_c64.jsonl')
+        log = str(tmp_path / 'results' / 'bench-c64.log')
+        engine_exit = str(tmp_path / 'run' / 'engine-7.exit')
+        engine_log = str(tmp_path / 'logs' / 'engine-7.log')
+
+        @staticmethod
+        def params(**overrides):
+            params = {name: spec.get('default') for name, spec in ARGUMENT_SPEC.items()}
+            params.update(exit_file=Point.exit_file, output_file=Point.output, log_path=Point.log,
+                          engine_exit_file=Point.engine_exit, poll_interval=0.05, node='node3', conc=64, deadline=30)
+            params.update(overrides)
+            return params
+
+    with open(Point.log, 'w') as handle:
+        handle.write('\n'.join(BENCH_LOG) + '\n')
+    return Point
+
+
+def failure(params):
+    with pytest.raises(BenchWaitError) as error:
+        wait_for_point(params)
+    return str(error.value), error.value.details
+
+
+# ---------------------------------------------------------------- finished points
+
+def test_finished_point_succeeds(point):
+    later(0.3, point.output, RESULT_LINE + '\n')
+    later(0.4, point.exit_file, '0\n')
+    started = time.time()
+    result, warnings = wait_for_point(point.params())
+    assert time.time() - started >= 0.35
+    assert result == {'changed': False, 'rc': 0, 'elapsed': result['elapsed'], 'aborted': False, 'output_lines': 1,
+                      'log_tail': BENCH_LOG, 'killed_pids': []}
+    assert result['elapsed'] >= 0.3
+    assert warnings == []
+
+
+def test_finished_point_with_a_live_engine_succeeds(point):
+    with HealthServer() as health:
+        later(0.4, point.exit_file, '0')
+        result, warnings = wait_for_point(point.params(engine_health_url=health.url, health_interval=0.05,
+                                                       health_failures=1))
+    assert result['rc'] == 0
+    assert health.hits >= 2
+    assert warnings == ['the bench client on node3 exited 0 for point c64 but %s has no result line; the point has '
+                        'no numbers, see %s' % (point.output, point.log)]
+
+
+def test_health_checks_bypass_a_proxy_from_the_environment(point, monkeypatch):
+    monkeypatch.setenv('http_proxy', 'http://127.0.0.1:9')
+    monkeypatch.setenv('no_proxy', '')
+    with HealthServer() as health:
+        later(0.4, point.exit_file, '0')
+        result, _warnings = wait_for_point(point.params(engine_health_url=health.url, health_interval=0.05,
+                                                        health_failures=1))
+    assert result['aborted'] is False
+    assert health.hits >= 2
+
+
+def test_finished_point_wins_over_an_engine_that_died_after_it(point):
+    with open(point.exit_file, 'w') as handle:
+        handle.write('0\n')
+    with open(point.engine_exit, 'w') as handle:
+        handle.write('0\n')
+    result, _warnings = wait_for_point(point.params())
+    assert result['aborted'] is False
+
+
+def test_client_exit_code_fails_with_the_log_tail(point):
+    with open(point.log, 'a') as handle:
+        handle.write('Traceback (most recent call last):\nValueError: All requests failed\n')
+    later(0.2, point.exit_file, '1\n')
+    message, details = failure(point.params())
+    headline = message.splitlines()[0]
+    assert headline.startswith('the bench client exited 1 during point c64 on node3')
+    assert 'stage sweep' in headline
+    assert 'Cause: the bench client exited 1: when every request fails the client writes no result line.' in headline
+    assert 'Next step: see %s' % point.log in headline
+    assert message.endswith('Last 6 lines of %s:\n%s' % (point.log, '\n'.join(details['log_tail'])))
+    assert details['log_tail'][-1] == 'ValueError: All requests failed'
+    assert details['rc'] == 1
+    assert details['aborted'] is False
+    assert details['changed'] is False
+    assert details['output_lines'] == 0
+
+
+def test_exit_file_without_a_code_fails_after_a_grace(point):
+    with open(point.exit_file, 'w'):
+        pass
+    started = time.time()
+    message, details = failure(point.params())
+    assert time.time() - started >= 1.9
+    assert details['rc'] is None
+    assert 'holds no exit code' in message
+
+
+def test_exit_code_written_just_after_the_file_appears_counts(point):
+    with open(point.exit_file, 'w'):
+        pass
+    later(0.3, point.exit_file, '0\n')
+    result, _warnings = wait_for_point(point.params())
+    assert result['rc'] == 0
+
+
+# ---------------------------------------------------------------- aborted points
+
+def test_engine_exit_mid_point_aborts_and_stops_the_client(point):
+    with BenchProcess() as bench:
+        later(0.3, point.engine_exit, '137\n')
+        message, details = failure(point.params(kill_match=bench.mark))
+        assert bench.ended_by() == signal.SIGTERM
+    headline = message.splitlines()[0]
+    assert headline.startswith('worker died during point c64 on node3')
+    assert ', stage sweep, 00:00 after the start. Cause' in headline
+    assert 'Cause: the engine exit file %s appeared (code 137).' % point.engine_exit in headline
+    assert ('Next step: the engine died: read the engine log %s and redeploy; the bench client was stopped (pids %d) and the '
+            'partial point was discarded.' % (point.engine_log, bench.pid)) in headline
+    assert details['killed_pids'] == [bench.pid]
+    assert details['changed'] is True
+    assert details['aborted'] is True
+    assert details['rc'] is None
+    assert details['cause'] == 'the engine exit file %s appeared (code 137)' % point.engine_exit
+    assert message.endswith('\n'.join(BENCH_LOG))
+
+
+def test_failing_health_aborts_after_n_checks_in_a_row(point):
+    with HealthServer(status=503) as health, BenchProcess() as bench:
+        result = failure(point.params(engine_health_url=health.url, health_interval=0.1, health_failures=4,
+                                      kill_match=bench.mark, engine_log_path='/srv/sglang/logs/engine.log'))
+        message, details = result
+        assert bench.ended_by() == signal.SIGTERM
+    assert health.hits >= 4
+    assert details['elapsed'] >= 0.3
+    assert message.startswith('worker died during point c64 on node3')
+    assert 'failed 4 checks in a row, 0.1 s apart (last: 503)' in details['cause']
+    assert 'read the engine log /srv/sglang/logs/engine.log and redeploy' in message
+
+
+def test_health_recovering_resets_the_count(point):
+    with HealthServer(status=503) as health:
+        # Two failures, then healthy again: three in a row never happen.
+        threading.Timer(0.15, setattr, (health, 'status', 200)).start()
+        later(0.6, point.exit_file, '0')
+        result, _warnings = wait_for_point(point.params(engine_health_url=health.url, health_interval=0.1,
+                                                        health_failures=3))
+    assert result['aborted'] is False
+
+
+def test_unreachable_health_url_counts_as_failures(point):
+    message, details = failure(point.params(engine_health_url='http://127.0.0.1:9/health', health_interval=0.05,
+                                            health_failures=2))
+    assert 'worker died during point c64' in message
+    assert 'no bench process' not in message
+    assert 'stop it by hand' in message
+    assert details['killed_pids'] == []
+    assert details['changed'] is False
+
+
+def test_deadline_aborts_and_stops_the_client(point):
+    with BenchProcess() as bench:
+        started = time.time()
+        message, details = failure(point.params(deadline=1, kill_match=bench.mark))
+        assert bench.ended_by() == signal.SIGTERM
+    assert 1 <= time.time() - started < 5
+    headline = message.splitlines()[0]
+    assert headline.startswith('point c64 exceeded its deadline of 1 s on node3')
+    assert ', stage sweep, 00:0' in headline
+    assert 'Cause: the bench exit file %s did not appear within 1 s.' % point.exit_file in headline
+    assert 'raise deadline or lower --num-prompts' in headline
+    assert details['killed_pids'] == [bench.pid]
+    assert details['aborted'] is True
+
+
+def test_abort_with_nothing_left_to_stop_changes_nothing(point):
+    with open(point.engine_exit, 'w') as handle:
+        handle.write('1')
+    message, details = failure(point.params(kill_match='bench-wait-test-%s' % uuid.uuid4().hex, stage='sweep-dp',
+                                            conc=None, node='node9'))
+    assert message.startswith('worker died during the point on node9')
+    assert 'stage sweep-dp' in message
+    assert 'none was stopped' in message
+    assert details['changed'] is False
+
+
+# ---------------------------------------------------------------- processes
+
+def test_stop_escalates_to_sigkill_when_sigterm_is_ignored():
+    with BenchProcess(ignore_sigterm=True) as bench:
+        assert find_processes(bench.mark) == [bench.pid]
+        started = time.time()
+        assert stop_processes(bench.mark, grace=0.3) == ([bench.pid], [])
+        assert bench.ended_by() == signal.SIGKILL
+        assert time.time() - started < 3
+
+
+def test_processes_it_may_not_signal_are_named_in_the_message(point, monkeypatch):
+    real_kill = os.kill
+    with BenchProcess() as bench:
+        def kill(pid, signum):
+            if pid == bench.pid:
+                raise PermissionError(1, 'Operation not permitted')
+            real_kill(pid, signum)
+        monkeypatch.setattr(_bench_wait.os, 'kill', kill)
+        with open(point.engine_exit, 'w') as handle:
+            handle.write('137')
+        message, details = failure(point.params(kill_match=bench.mark))
+        monkeypatch.undo()
+    assert details['killed_pids'] == []
+    assert details['changed'] is False
+    assert ('the bench processes %d could not be stopped (permission denied): run this task with become'
+            % bench.pid) in message
+
+
+def test_find_processes_never_returns_this_process():
+    own_command_line = open('/proc/self/cmdline', 'rb').read().split(b'\0')[0].decode()
+    assert os.getpid() not in find_processes(own_command_line)
+
+
+# ---------------------------------------------------------------- pure helpers
+
+@pytest.mark.parametrize('text, expected', [
+    ('0\n', 0),
+    ('137', 137),
+    ('  -15 \n', -15),
+    ('', None),
+    ('oops', None),
+])
+def test_read_exit_code(tmp_path, text, expected):
+    path = tmp_path / 'bench.exit'
+    path.write_text(text)
+    assert read_exit_code(str(path)) == expected
+
+
+def test_read_exit_code_of_a_missing_file(tmp_path):
+    assert read_exit_code(str(tmp_path / 'missing.exit')) is None
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('', 0),
+    (RESULT_LINE + '\n', 1),
+    (RESULT_LINE + '\n' + RESULT_LINE, 2),
+    (RESULT_LINE + '\n\n' + RESULT_LINE + '\n\n', 2),
+])
+def test_count_lines(tmp_path, text, expected):
+    path = tmp_path / 'mix.jsonl'
+    path.write_text(text)
+    assert count_lines(str(path)) == expected
+
+
+def test_count_lines_of_a_missing_or_unset_file(tmp_path):
+    assert count_lines(str(tmp_path / 'missing.jsonl')) == 0
+    assert count_lines(None) == 0
+
+
+def test_log_tail_collapses_tqdm_redraws_and_keeps_30_lines(tmp_path):
+    progress_bar = '%3d%%|#####     | %d/640 [00:10<00:10, 30.0it/s]'
+    path = tmp_path / 'bench.log'
+    path.write_text('\n'.join('line %d' % number for number in range(40)) + '\n'
+                    + ''.join('\r' + progress_bar % (k * 10, k * 64) for k in range(1, 6)) + '\n'
+                    + '============ Serving Benchmark Result ============\n'
+                    + ''.join('\r' + progress_bar % (k * 10, k * 64) for k in range(6, 8)))
+    tail = log_tail(str(path))
+    assert len(tail) == 30
+    assert tail[-3:] == [progress_bar % (50, 320), '============ Serving Benchmark Result ============', progress_bar % (70, 448)]
+    assert tail[0] == 'line 13'
+
+
+def test_log_tail_of_a_huge_log_starts_at_a_whole_line(tmp_path):
+    path = tmp_path / 'bench.log'
+    path.write_text('x' * 300000 + '\nlast line\n')
+    assert log_tail(str(path)) == ['last line']
+
+
+def test_log_tail_of_a_missing_or_unset_log(tmp_path):
+    assert log_tail(str(tmp_path / 'missing.log')) == []
+    assert log_tail(None) == []
+
+
+@pytest.mark.parametrize('exit_file, expected', [
+    ('/srv/sglang/run/engine-20251129-1.exit', '/srv/sglang/logs/engine-20251129-1.log'),
+    ('/srv/sglang/engine.exit', None),
+    (None, None),
+])
+def test_default_engine_log(exit_file, expected):
+    assert default_engine_log(exit_file) == expected
+
+
+@pytest.mark.parametrize('overrides, message', [
+    ({'deadline': 0}, 'deadline must be more than 0 seconds'),
+    ({'health_failures': 0}, 'health_failures must be 1 or more'),
+    ({'health_interval': 0}, 'health_interval must be more than 0 seconds'),
+    ({'poll_interval': 0}, 'poll_interval must be more than 0 and at most 10 seconds'),
+    ({'poll_interval': 30}, 'poll_interval must be more than 0 and at most 10 seconds'),
+    ({'conc': 0}, 'conc must be 1 or more'),
+    ({'kill_match': '  '}, 'kill_match must not be empty'),
+    ({'engine_health_url': '127.0.0.1:30000/health'}, 'engine_health_url must be an http:// or https:// URL'),
+])
+def test_bad_options_fail_before_waiting(point, overrides, message):
+    error, _details = failure(point.params(**overrides))
+    assert error.startswith(message)

@@ -5,7 +5,7 @@ export LC_ALL := C.UTF-8
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PLATFORM := tests/rehearsal/platform
-CONC ?= 64
+CONC ?= 16 64 256
 
 .PHONY: bootstrap platform-up platform-down demo test test-unit test-sim test-integration test-lint
 

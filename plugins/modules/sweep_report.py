@@ -1,0 +1,191 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+# The work is done by the action plugin of the same name on the controller; this file only documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: sweep_report
+short_description: Turn a sweep's results folder into an InferenceX-comparable CSV, a report and a plot
+version_added: 0.1.0
+description:
+  - Reads every C(<host>/manifest.json) under O(run_dir) and the C(mix_c<C>.jsonl) file each point's
+    C(sglang.bench_serving --output-file) wrote, and writes C(results.csv), C(report.md) and C(throughput.png) into O(run_dir).
+  - Runs on the controller only, from the files alone, so a results folder can be rebuilt anywhere at any time.
+  - Each point is judged from the last line of its jsonl. It is invalid when the file is missing or empty (the client
+    writes no line when every request fails), the line is not JSON, fewer than the point's C(num_prompts) requests
+    completed, or the duration or token counts are missing or zero. Points the sweep marked C(invalid) or C(aborted) are
+    invalid too. Invalid points are listed in the report and in RV(invalid), never put in the CSV, the table or the plot.
+  - Throughputs are computed from C(total_input_tokens), C(total_output_tokens) and C(duration); the clients' own
+    throughput keys differ between sglang versions. Per-GPU columns divide by the GPUs of the point (TP x PP, as
+    InferenceX's C(utils/process_result.py)); DP attention does not multiply the GPU count.
+  - Column names are those of the InferenceX dashboard's CSV export, for example the output throughput per GPU column
+    named C(Output Throughput/GPU) with its unit in brackets. The collection's C(docs/results.md) lists every column
+    and how it is computed.
+  - With O(targets_file), each point gets its concurrency's target, the ratio value/target and whether it misses the
+    target; O(below_target) decides whether a miss fails the task, warns or is only reported.
+  - When any manifest says C(simulated), the report, the table and the plot title say SIMULATED, because such numbers come from
+    the rehearsal simulator and are not hardware results.
+author:
+  - Infera serving maintainers (@infera)
+extends_documentation_fragment:
+  - infera.serving._attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - In check mode everything is computed and returned, nothing is written, and C(changed) says whether a file would change.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details:
+      - Files are rewritten only when their content differs, so a second run on the same folder reports C(changed=false).
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+options:
+  run_dir:
+    description:
+      - The results folder of one run, C(results/<run_id>), holding one C(<host>/) folder per node with its
+        C(manifest.json) and C(mix_c<C>.jsonl) files. The outputs are written here.
+      - A path on the controller; a relative path is taken from the playbook's directory.
+    type: path
+    required: true
+  targets_file:
+    description:
+      - "Optional YAML file of per-concurrency targets, for example
+        C({metric: 'Output Throughput/GPU', targets: {32: 250.0, 64: 400.0}})."
+      - C(metric) is any numeric CSV column (its unit suffix may be left off, and InferenceX keys such as
+        C(output_tput_per_gpu) are accepted); it defaults to C(Output Throughput/GPU).
+      - C(higher_is_better) is optional; it defaults to false for the latency columns (ms) and true for the rest.
+      - A targeted concurrency that the sweep ran but that has no valid point counts as missing its target.
+      - A path on the controller; a relative path is taken from the playbook's directory.
+    type: path
+  below_target:
+    description:
+      - What a point that misses its target does. V(fail) fails the task with one message naming each such point
+        (host, concurrency, variant, value, target and ratio), after the files are written. V(warn) turns that message
+        into a warning. V(ignore) only reports it in RV(below) and the report.
+    type: str
+    choices: [fail, warn, ignore]
+    default: fail
+notes:
+  - Invalid points always give a warning naming each point and its reason; they never fail the task by themselves.
+  - C(throughput.png) plots token throughput per GPU (left, InferenceX's default chart) and output token throughput per
+    GPU (right) against interactivity, 1000 / median TPOT, as InferenceX does.
+requirements:
+  - matplotlib on the controller (for the plot).
+seealso:
+  - plugin: infera.serving.bench_point
+    plugin_type: lookup
+"""
+
+EXAMPLES = r"""
+- name: sweep | Build CSV, report and plot on the controller
+  infera.serving.sweep_report:
+    run_dir: "{{ sweep_results_dir }}/{{ sweep_run_id }}"
+    targets_file: files/targets-dsv4-pro-mi355x.yml
+    below_target: fail
+  delegate_to: localhost
+  run_once: true
+  register: sweep_report_result
+
+- name: sweep | Print the table
+  ansible.builtin.debug:
+    msg: "{{ sweep_report_result.table.splitlines() }}"
+
+- name: sweep | Rebuild an old run without targets, only warning about misses
+  infera.serving.sweep_report:
+    run_dir: results/20261129T100000Z
+    below_target: warn
+"""
+
+RETURN = r"""
+csv_path:
+  description: The CSV written, one row per valid point.
+  returned: always
+  type: str
+  sample: /srv/results/20261129T100000Z/results.csv
+report_path:
+  description: The Markdown report written.
+  returned: always
+  type: str
+  sample: /srv/results/20261129T100000Z/report.md
+plot_path:
+  description: The PNG plot written.
+  returned: always
+  type: str
+  sample: /srv/results/20261129T100000Z/throughput.png
+simulated:
+  description: Whether any host's manifest says the run was simulated.
+  returned: always
+  type: bool
+  sample: true
+hosts:
+  description: The hosts found under O(run_dir).
+  returned: always
+  type: list
+  elements: str
+  sample: [infera-node-1]
+target_metric:
+  description: The CSV column the targets apply to, or null without O(targets_file).
+  returned: always
+  type: str
+  sample: Output Throughput/GPU (tok/s)
+rows:
+  description: The CSV rows, one dict per valid point keyed by the CSV column names; empty cells are null.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {Host: infera-node-1, Concurrency: 32, Variant: nodp, TP: 8, DP: 1, EP: 1, "Output Throughput/GPU (tok/s)": 262.4,
+       Target: 250.0, Ratio: 1.05, "Below Target": false}
+invalid:
+  description: Points left out of the CSV, each with C(host), C(conc), C(variant), C(status), C(file) and C(reason).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {host: infera-node-1, conc: 256, variant: dp, status: aborted, file: mix_c256.jsonl,
+       reason: "marked aborted by the sweep: engine exited; mix_c256.jsonl is missing"}
+below:
+  description:
+    - Points that miss their target, each with C(host), C(conc), C(variant), C(metric), C(value), C(target), C(ratio)
+      and C(reason).
+    - A targeted point without a valid result has null C(value) and C(ratio) and says why in C(reason).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {host: infera-node-1, conc: 64, variant: nodp, metric: Output Throughput/GPU (tok/s), value: 208.0, target: 400.0,
+       ratio: 0.52, reason: ""}
+untargeted:
+  description: Concurrencies in O(targets_file) that the sweep did not run (informational).
+  returned: always
+  type: list
+  elements: int
+  sample: [1024]
+table:
+  description:
+    - A fixed-width text table of the valid points for the play output, one line per point, followed by one
+      C(INVALID ...) line per invalid point. The first line says SIMULATED when the run was simulated.
+    - To print it, set C(msg) to the table split into lines with the C(splitlines) string method.
+  returned: always
+  type: str
+  sample: |-
+    SIMULATED run r1: numbers from the GPU-free rehearsal simulator, not hardware results
+    host           conc  variant  TP/DP/EP  tok/s/GPU  out/GPU  in/GPU  tok/s/user  TTFT p99 ms  TPOT p99 ms  target
+    infera-node-1    32  nodp     8/1/1        2361.0    262.4  2098.7        25.3       1520.4         41.2  ok (1.05x)
+changed_files:
+  description: The output files whose content changed (in check mode, would change).
+  returned: always
+  type: list
+  elements: str
+  sample: [results.csv, report.md, throughput.png]
+"""

@@ -1,0 +1,415 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Parsing, validation, InferenceX normalisation, targets and the outputs of a sweep results folder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.infera.serving.plugins.plugin_utils import _sweep_results as results
+
+from .sweep_runs import (
+    DP_ARGV,
+    LINE_0_4,
+    LINE_0_5,
+    NODP_ARGV,
+    bench_record,
+    point,
+    standard_run,
+    write_lines,
+    write_manifest,
+)
+
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    directory = tmp_path / 'results' / '20261129T100000Z'
+    directory.mkdir(parents=True)
+    return directory
+
+
+def write_targets(path, text):
+    path.write_text(text, encoding='utf-8')
+    return str(path)
+
+
+# ---------------------------------------------------------------- real client lines
+
+@pytest.mark.parametrize('line, client_keys', [
+    (LINE_0_5, ('total_throughput',)),
+    (LINE_0_4, ()),
+], ids=['sglang-0.5.23', 'sglang-0.4.10.post2'])
+def test_real_lines_of_both_client_versions_are_valid(line, client_keys):
+    checked = results.validate_point(str(line), num_prompts=8)
+    assert checked['valid'] is True, checked['reason']
+    assert checked['reason'] == ''
+    assert checked['record']['request_rate'] == 'Infinity'
+    assert all(key in checked['record'] for key in client_keys)
+    assert 'total_token_throughput' not in checked['record']
+
+
+@pytest.mark.parametrize('line', [LINE_0_5, LINE_0_4], ids=['sglang-0.5.23', 'sglang-0.4.10.post2'])
+def test_computed_throughputs_agree_with_what_the_real_client_printed(line):
+    record = json.loads(line.read_text())
+    metrics = results.throughput_metrics(record, gpus=1)
+    assert metrics['Output Throughput (tok/s)'] == pytest.approx(record['output_throughput'], rel=1e-9)
+    assert metrics['Input Throughput (tok/s)'] == pytest.approx(record['input_throughput'], rel=1e-9)
+    assert metrics['Throughput (tok/s)'] == pytest.approx(record['input_throughput'] + record['output_throughput'], rel=1e-9)
+    if 'total_throughput' in record:
+        assert metrics['Throughput (tok/s)'] == pytest.approx(record['total_throughput'], rel=1e-9)
+
+
+def test_real_lines_fill_every_latency_column_they_carry():
+    record, problem = results.read_last_record(str(LINE_0_4))
+    assert problem is None
+    metrics = results.latency_metrics(record)
+    assert metrics['P99 ITL (ms)'] == record['p99_itl_ms']
+    assert metrics['Mean E2E Latency (ms)'] == record['mean_e2e_latency_ms']
+    assert metrics['Median Interactivity (tok/s/user)'] == pytest.approx(1000.0 / record['median_tpot_ms'])
+    assert metrics['Mean Interactivity (tok/s/user)'] == pytest.approx(1000.0 / record['mean_tpot_ms'])
+
+
+# ---------------------------------------------------------------- parsing
+
+def test_the_last_line_counts_when_the_client_appended_several(tmp_path):
+    path = tmp_path / 'mix_c32.jsonl'
+    write_lines(path, bench_record(32, num_prompts=5), bench_record(32, duration=123.0), '')
+    checked = results.validate_point(str(path), num_prompts=320)
+    assert checked['valid'] is True
+    assert checked['record']['duration'] == 123.0
+
+
+def test_infinity_and_nan_are_read_and_made_json_safe(tmp_path):
+    path = tmp_path / 'mix_c32.jsonl'
+    write_lines(path, '{"completed": 8, "duration": 2.0, "total_input_tokens": 10, "total_output_tokens": 4, '
+                      '"request_rate": Infinity, "mean_tpot_ms": NaN, "p99_ttft_ms": -Infinity}')
+    checked = results.validate_point(str(path), num_prompts=8)
+    assert checked['valid'] is True
+    assert checked['record']['request_rate'] == 'Infinity'
+    json.dumps(checked['record'], allow_nan=False)
+    metrics = results.latency_metrics(checked['record'])
+    assert metrics['Mean TPOT (ms)'] is None
+    assert metrics['Mean Interactivity (tok/s/user)'] is None
+    assert metrics['P99 TTFT (ms)'] is None
+
+
+def test_throughput_keys_of_any_version_are_ignored():
+    record = bench_record(32, duration=200.0, total_token_throughput=1.0)
+    metrics = results.throughput_metrics(record, gpus=8)
+    assert metrics['Throughput (tok/s)'] == pytest.approx((8192 + 1024) * 320 / 200.0)
+
+
+def test_missing_latency_keys_leave_empty_cells_not_errors():
+    record = {'completed': 8, 'duration': 1.0, 'total_input_tokens': 8, 'total_output_tokens': 8, 'mean_ttft_ms': 12.5}
+    row = results.normalise(record, {'GPUs': 8, 'Concurrency': 2, 'ISL': None, 'OSL': None})
+    assert row['Mean TTFT (ms)'] == 12.5
+    assert row['P99 TTFT (ms)'] is None
+    assert row['Median Interactivity (tok/s/user)'] is None
+    assert row['Output Throughput/GPU (tok/s)'] == pytest.approx(1.0)
+
+
+def test_inferencex_client_e2el_keys_fill_the_e2e_columns():
+    metrics = results.latency_metrics({'mean_e2el_ms': 1500.0, 'p99_e2el_ms': 2500.0})
+    assert metrics['Mean E2E Latency (ms)'] == 1500.0
+    assert metrics['P99 E2E Latency (ms)'] == 2500.0
+
+
+def test_zero_tpot_gives_no_interactivity_instead_of_dividing_by_zero():
+    metrics = results.latency_metrics({'std_tpot_ms': 0.0, 'mean_tpot_ms': 40.0})
+    assert metrics['Std Interactivity (tok/s/user)'] is None
+    assert metrics['Mean Interactivity (tok/s/user)'] == 25.0
+
+
+# ---------------------------------------------------------------- validation
+
+@pytest.mark.parametrize('content, num_prompts, reason', [
+    (None, 320, 'mix_c32.jsonl is missing (the client writes no line when every request fails'),
+    ('', 320, 'mix_c32.jsonl has no result line (the client writes no line when every request fails)'),
+    ('\n  \n', 320, 'has no result line'),
+    ('{"completed": 320, "duration": 10', 320, 'the last line of mix_c32.jsonl is not JSON'),
+    ('[1, 2]', 320, 'is a JSON list, not an object'),
+    (bench_record(32, num_prompts=310), 320, 'only 310 of 320 requests completed'),
+    ({'duration': 5.0, 'total_input_tokens': 1, 'total_output_tokens': 1}, 320, "no 'completed' count"),
+    (bench_record(32, duration=0), 320, 'duration is 0; it must be more than 0 seconds'),
+    (bench_record(32, duration=-1.5), 320, 'duration is -1.5'),
+    (bench_record(32, duration=float('inf')), 320, "no finite 'duration'"),
+    ({k: v for k, v in bench_record(32).items() if k != 'duration'}, 320, "no finite 'duration' (found None)"),
+    ({k: v for k, v in bench_record(32).items() if k != 'total_output_tokens'}, 320, "no 'total_output_tokens'"),
+    (bench_record(32, num_prompts=0), 0, 'no request completed'),
+], ids=['missing', 'empty', 'blank', 'truncated', 'not-object', 'completed-short', 'no-completed', 'duration-0',
+        'duration-negative', 'duration-infinite', 'no-duration', 'no-output-tokens', 'none-completed'])
+def test_invalid_points_say_why(tmp_path, content, num_prompts, reason):
+    path = tmp_path / 'mix_c32.jsonl'
+    if content is not None:
+        path.write_text(content if isinstance(content, str) else json.dumps(content) + '\n', encoding='utf-8')
+    checked = results.validate_point(str(path), num_prompts)
+    assert checked['valid'] is False
+    assert reason in checked['reason']
+    assert checked['path'] == str(path)
+
+
+def test_without_num_prompts_any_completed_request_is_enough(tmp_path):
+    path = tmp_path / 'mix_c32.jsonl'
+    write_lines(path, bench_record(32, num_prompts=3))
+    assert results.validate_point(str(path))['valid'] is True
+
+
+# ---------------------------------------------------------------- parallelism and per-GPU arithmetic
+
+@pytest.mark.parametrize('argv, expected', [
+    (NODP_ARGV, {'TP': 8, 'PP': 1, 'DP': 1, 'EP': 1, 'DP Attention': False, 'GPUs': 8}),
+    (DP_ARGV, {'TP': 8, 'PP': 1, 'DP': 8, 'EP': 8, 'DP Attention': True, 'GPUs': 8}),
+    (['--tp-size=4', '--pp-size', '2'], {'TP': 4, 'PP': 2, 'DP': 1, 'EP': 1, 'DP Attention': False, 'GPUs': 8}),
+    (['--tensor-parallel-size', '8', '--dp-size', '8', '--enable-dp-attention', '--expert-parallel-size', '8'],
+     {'TP': 8, 'PP': 1, 'DP': 8, 'EP': 8, 'DP Attention': True, 'GPUs': 8}),
+    (['--tp', '4', '--dp-size', '2'], {'TP': 4, 'PP': 1, 'DP': 2, 'EP': 1, 'DP Attention': False, 'GPUs': 8}),
+    ([], {'TP': 1, 'PP': 1, 'DP': 1, 'EP': 1, 'DP Attention': False, 'GPUs': 1}),
+], ids=['nodp', 'dp-attention', 'pp', 'long-names', 'plain-dp', 'defaults'])
+def test_parallelism_from_the_engine_argv(argv, expected):
+    assert results.parallelism(argv) == expected
+
+
+@pytest.mark.parametrize('argv', [['--tp-size', 'eight'], ['--ep-size', '0']])
+def test_bad_parallel_sizes_are_named(argv):
+    with pytest.raises(results.SweepResultsError, match=argv[0]):
+        results.parallelism(argv)
+
+
+def test_per_gpu_numbers_divide_by_tp_times_pp_and_dp_attention_adds_no_gpu(run_dir):
+    standard_run(run_dir)
+    rows = {row['Concurrency']: row for row in results.collect(str(run_dir))['rows']}
+    dp_row = rows[256]
+    assert (dp_row['TP'], dp_row['DP'], dp_row['EP'], dp_row['GPUs']) == (8, 8, 8, 8)
+    assert dp_row['Output Throughput/GPU (tok/s)'] == pytest.approx(1024 * 2560 / 800.0 / 8)
+    assert dp_row['Input Throughput/GPU (tok/s)'] == pytest.approx(8192 * 2560 / 800.0 / 8)
+    assert dp_row['Throughput/GPU (tok/s)'] == pytest.approx((8192 + 1024) * 2560 / 800.0 / 8)
+    assert rows[32]['Output Throughput/GPU (tok/s)'] == pytest.approx(204.8)
+    assert rows[32]['Median Interactivity (tok/s/user)'] == pytest.approx(1000.0 / 19.0)
+
+
+# ---------------------------------------------------------------- targets
+
+@pytest.mark.parametrize('metric', ['Output Throughput/GPU', 'Output Throughput/GPU (tok/s)', 'output_tput_per_gpu',
+                                    'output throughput/gpu'])
+def test_target_metric_names_resolve_to_the_column(metric):
+    assert results.resolve_metric(metric) == 'Output Throughput/GPU (tok/s)'
+
+
+def test_targets_file_shape_and_defaults(tmp_path):
+    targets = results.load_targets(write_targets(tmp_path / 't.yml', 'targets: {32: 250, "c64": 400.5, "128": 500}\n'))
+    assert targets['metric'] == 'Output Throughput/GPU (tok/s)'
+    assert targets['higher_is_better'] is True
+    assert targets['targets'] == {32: 250.0, 64: 400.5, 128: 500.0}
+    latency = results.load_targets(write_targets(tmp_path / 'l.yml', 'metric: P99 TTFT\ntargets: {32: 2000}\n'))
+    assert latency['metric'] == 'P99 TTFT (ms)'
+    assert latency['higher_is_better'] is False
+
+
+@pytest.mark.parametrize('text, message', [
+    ('metric: Watts/GPU\ntargets: {32: 1}\n', "unknown target metric 'Watts/GPU'"),
+    ('targets: {32: 0}\n', 'must be a number above 0'),
+    ('targets: {32: fast}\n', 'must be a number above 0'),
+    ('targets: {many: 3}\n', "'many' is not a concurrency"),
+    ('- 32\n', 'non-empty "targets" mapping'),
+    ('targets: {}\n', 'non-empty "targets" mapping'),
+    ('metric: Output Throughput/GPU\ntarget: {32: 1}\n', 'non-empty "targets" mapping'),
+    ('targets: {32: 1}\nunit: tok\n', "unknown keys ['unit']"),
+    ('targets: {32: 1}\nhigher_is_better: maybe\n', 'higher_is_better must be true or false'),
+    ('targets: [32: 1\n', 'is not YAML'),
+])
+def test_bad_targets_files_are_refused_with_the_cause(tmp_path, text, message):
+    with pytest.raises(results.SweepResultsError) as raised:
+        results.load_targets(write_targets(tmp_path / 'targets.yml', text))
+    assert message in str(raised.value)
+
+
+def test_a_missing_targets_file_is_an_error(tmp_path):
+    with pytest.raises(results.SweepResultsError, match='cannot read the targets file'):
+        results.load_targets(str(tmp_path / 'nope.yml'))
+
+
+def test_targets_give_ratio_and_below_flag(run_dir, tmp_path):
+    standard_run(run_dir)
+    targets = write_targets(tmp_path / 't.yml', 'metric: Output Throughput/GPU\ntargets: {32: 200, 64: 655.36, 256: 400}\n')
+    run = results.collect(str(run_dir), targets)
+    rows = {row['Concurrency']: row for row in run['rows']}
+    assert rows[32]['Target'] == 200.0
+    assert rows[32]['Ratio'] == pytest.approx(1.024)
+    assert rows[32]['Below Target'] is False
+    assert rows[64]['Ratio'] == pytest.approx(0.5)
+    assert rows[64]['Below Target'] is True
+    assert rows[256]['Below Target'] is False
+    assert [(miss['host'], miss['conc'], miss['variant']) for miss in run['below']] == [('infera-node-1', 64, 'nodp')]
+    assert run['below'][0]['value'] == pytest.approx(327.68)
+    assert results.verdict(rows[64]) == 'BELOW TARGET (0.50x)'
+    assert results.verdict(rows[32]) == 'ok (1.02x)'
+
+
+def test_latency_targets_miss_when_above(run_dir, tmp_path):
+    standard_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 40, 64: 40}\n'))
+    rows = {row['Concurrency']: row for row in run['rows']}
+    assert rows[32]['Below Target'] is False
+    assert rows[64]['Below Target'] is True
+    assert results.verdict(rows[64], higher_is_better=False) == 'ABOVE TARGET (1.12x)'
+    assert rows[256]['Target'] is None
+
+
+def test_a_targeted_point_without_a_valid_result_misses_and_untried_targets_are_listed(run_dir, tmp_path):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32), point(64, status='aborted', reason='engine exited')])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=200.0))
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 100, 64: 100, 1024: 50}\n'))
+    assert [(miss['conc'], miss['value'], miss['ratio']) for miss in run['below']] == [(64, None, None)]
+    assert 'engine exited' in run['below'][0]['reason']
+    assert run['untargeted'] == [1024]
+
+
+# ---------------------------------------------------------------- the results folder
+
+def test_invalid_and_aborted_points_stay_out_of_the_rows_with_their_reason(run_dir):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [
+        point(32), point(64), point(128, status='aborted', reason='engine on infera-node-1 exited (code 137)'),
+        point(256, 'dp', status='invalid', reason='only 2000 of 2560 requests completed'), point(512, 'dp', status='resumed'),
+        point(1024, 'dp')])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, num_prompts=600))
+    write_lines(host_dir / 'mix_c128.jsonl', bench_record(128))
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256, num_prompts=2000))
+    write_lines(host_dir / 'mix_c512.jsonl', bench_record(512))
+    write_lines(host_dir / 'mix_c1024.jsonl', bench_record(512, num_prompts=10240))
+    run = results.collect(str(run_dir))
+    assert [(row['Concurrency'], row['Status']) for row in run['rows']] == [(32, 'ok'), (512, 'resumed')]
+    reasons = {entry['conc']: entry['reason'] for entry in run['invalid']}
+    assert reasons[64] == 'only 600 of 640 requests completed'
+    assert reasons[128] == 'marked aborted by the sweep: engine on infera-node-1 exited (code 137)'
+    assert reasons[256] == 'marked invalid by the sweep; only 2000 of 2560 requests completed'
+    assert reasons[1024] == 'the file reports max_concurrency 512, the manifest says 1024'
+
+
+def test_a_variant_missing_from_the_manifest_makes_its_points_invalid(run_dir):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32, 'tp4')])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    run = results.collect(str(run_dir))
+    assert run['rows'] == []
+    assert "variant 'tp4' is not in the manifest" in run['invalid'][0]['reason']
+
+
+@pytest.mark.parametrize('make, message', [
+    (lambda run_dir: run_dir / 'absent', 'does not exist'),
+    (lambda run_dir: run_dir, 'no <host>/manifest.json under'),
+])
+def test_a_folder_without_manifests_is_an_error(run_dir, make, message):
+    with pytest.raises(results.SweepResultsError, match=message):
+        results.collect(str(make(run_dir)))
+
+
+def test_a_broken_manifest_is_named(run_dir):
+    (run_dir / 'infera-node-1').mkdir()
+    (run_dir / 'infera-node-1' / 'manifest.json').write_text('{"points": ', encoding='utf-8')
+    with pytest.raises(results.SweepResultsError, match='manifest.json is not JSON'):
+        results.collect(str(run_dir))
+
+
+def test_every_host_gets_its_rows_and_a_string_simulated_flag_is_understood(run_dir):
+    standard_run(run_dir, 'infera-node-1', simulated='true')
+    standard_run(run_dir, 'infera-node-2', simulated=False)
+    run = results.collect(str(run_dir))
+    assert [(row['Host'], row['Concurrency']) for row in run['rows']] == [
+        ('infera-node-1', 32), ('infera-node-1', 64), ('infera-node-1', 256),
+        ('infera-node-2', 32), ('infera-node-2', 64), ('infera-node-2', 256)]
+    assert [row['Simulated'] for row in run['rows']] == [True] * 3 + [False] * 3
+    assert run['simulated'] is True
+    assert set(results._series(run['rows'])) == {'infera-node-1 nodp', 'infera-node-1 dp', 'infera-node-2 nodp', 'infera-node-2 dp'}
+
+
+# ---------------------------------------------------------------- outputs
+
+def test_csv_columns_carry_the_inferencex_export_names():
+    for column in ('TP', 'EP', 'DP Attention', 'Concurrency', 'Throughput/GPU (tok/s)', 'Output Throughput/GPU (tok/s)',
+                   'Input Throughput/GPU (tok/s)', 'Mean TTFT (ms)', 'Median TTFT (ms)', 'P99 TTFT (ms)', 'Std TTFT (ms)',
+                   'P99 TPOT (ms)', 'Mean Interactivity (tok/s/user)', 'Median Interactivity (tok/s/user)', 'Mean ITL (ms)',
+                   'Std E2E Latency (ms)'):
+        assert column in results.CSV_COLUMNS
+    assert len(set(results.CSV_COLUMNS)) == len(results.CSV_COLUMNS)
+
+
+def test_the_csv_round_trips_and_equals_a_recomputation_from_the_jsonl(run_dir, tmp_path):
+    standard_run(run_dir)
+    summary = results.rebuild(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {64: 655.36}\n'))
+    loaded = results.load_csv(summary['csv_path'])
+    assert loaded == summary['rows']
+    header = (run_dir / 'results.csv').read_text(encoding='utf-8').splitlines()[0]
+    assert header.split(',')[:3] == ['Run ID', 'Host', 'Simulated']
+    for row in loaded:
+        line = json.loads((run_dir / 'infera-node-1' / row['File']).read_text(encoding='utf-8').splitlines()[-1])
+        gpus = 8
+        assert row['GPUs'] == gpus
+        assert row['Throughput/GPU (tok/s)'] == pytest.approx(
+            (line['total_input_tokens'] + line['total_output_tokens']) / line['duration'] / gpus, rel=1e-12)
+        assert row['Output Throughput/GPU (tok/s)'] == pytest.approx(line['total_output_tokens'] / line['duration'] / gpus, rel=1e-12)
+        assert row['Input Throughput/GPU (tok/s)'] == pytest.approx(line['total_input_tokens'] / line['duration'] / gpus, rel=1e-12)
+        assert row['Mean Interactivity (tok/s/user)'] == pytest.approx(1000.0 / line['mean_tpot_ms'], rel=1e-12)
+        assert row['P99 TTFT (ms)'] == line['p99_ttft_ms']
+        assert row['Completed'] == line['completed']
+    assert [row['Below Target'] for row in loaded] == [None, True, None]
+
+
+def test_the_report_says_simulated_and_marks_points_below_target(run_dir, tmp_path):
+    standard_run(run_dir)
+    write_manifest(run_dir, 'infera-node-2', [point(32, status='aborted', reason='router unhealthy')], simulated=False)
+    summary = results.rebuild(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 200, 64: 655.36}\n'))
+    report = (run_dir / 'report.md').read_text(encoding='utf-8')
+    assert report.startswith('# Sweep report: 20261129T100000Z (SIMULATED)\n')
+    assert 'not hardware results' in report
+    assert '**BELOW TARGET (0.50x)**' in report
+    assert 'ok (1.02x)' in report
+    assert '- infera-node-2 c32 `nodp` (aborted, `mix_c32.jsonl`): marked aborted by the sweep: router unhealthy' in report
+    assert '--dp 8\n--enable-dp-attention\n--ep-size 8' in report
+    assert 'SGLANG_DP_USE_GATHERV=1' in report
+    assert 'sha256:' + 'ab' * 32 in report
+    assert '| `random_input_len` | `8192` |' in report
+    assert summary['table'].splitlines()[0].startswith('SIMULATED run 20261129T100000Z')
+    assert 'BELOW TARGET (0.50x)' in summary['table']
+    assert 'INVALID infera-node-2 c32 nodp (aborted): marked aborted by the sweep: router unhealthy' in summary['table']
+
+
+def test_a_hardware_run_is_not_called_simulated(run_dir):
+    standard_run(run_dir, simulated=False)
+    summary = results.rebuild(str(run_dir))
+    assert 'SIMULATED' not in (run_dir / 'report.md').read_text(encoding='utf-8')
+    assert 'SIMULATED' not in summary['table']
+    assert summary['table'].splitlines()[0].split() == ['host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU', 'out/GPU', 'in/GPU',
+                                                        'tok/s/user', 'TTFT', 'p99', 'ms', 'TPOT', 'p99', 'ms', 'target']
+
+
+def test_the_plot_is_a_png_and_is_drawn_the_same_way_twice(run_dir, tmp_path):
+    standard_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {64: 655.36}\n'))
+    image = results.render_plot(run)
+    assert image[:8] == PNG_SIGNATURE
+    assert results.render_plot(run) == image
+
+
+def test_a_run_without_any_valid_point_still_gets_all_three_files(run_dir):
+    write_manifest(run_dir, 'infera-node-1', [point(32)])
+    summary = results.rebuild(str(run_dir))
+    assert summary['rows'] == []
+    assert (run_dir / 'throughput.png').read_bytes()[:8] == PNG_SIGNATURE
+    assert (run_dir / 'results.csv').read_text(encoding='utf-8').count('\n') == 1
+    assert '(no valid point)' in summary['table']
+
+
+def test_rebuild_writes_once_then_reports_no_change_and_check_mode_writes_nothing(run_dir):
+    standard_run(run_dir)
+    dry = results.rebuild(str(run_dir), check_mode=True)
+    assert dry['changed'] is True
+    assert sorted(path.name for path in run_dir.iterdir()) == ['infera-node-1']
+    first = results.rebuild(str(run_dir))
+    assert first['changed_files'] == ['results.csv', 'report.md', 'throughput.png']
+    assert results.rebuild(str(run_dir))['changed'] is False
+    assert results.rebuild(str(run_dir), check_mode=True)['changed'] is False
+    write_lines(run_dir / 'infera-node-1' / 'mix_c32.jsonl', bench_record(32, duration=100.0))
+    assert results.rebuild(str(run_dir))['changed_files'] == ['results.csv', 'report.md', 'throughput.png']

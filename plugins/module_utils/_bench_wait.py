@@ -50,6 +50,9 @@ ARGUMENT_SPEC = dict(
 HEALTH_TIMEOUT = 30.0
 # The wrapper may create the exit file a moment before the code is in it.
 _EXIT_CODE_GRACE = 2.0
+# A client whose requests all failed because the engine died often exits before the
+# engine's exit marker is written: give the marker this long before blaming the client.
+_ENGINE_EXIT_GRACE = 1.5
 _TERM_GRACE = 5.0
 _TAIL_BYTES = 256 * 1024
 _MAX_LINE_CHARS = 1000
@@ -325,7 +328,11 @@ class BenchPointWait:
         while True:
             # The bench exit file first: a point that finished counts even if the engine died just after.
             if os.path.exists(options.exit_file):
-                return 'done', self._exit_code()
+                code = self._exit_code()
+                engine_code = self._engine_exit_within(_ENGINE_EXIT_GRACE) if code != 0 else False
+                if engine_code is not False:
+                    return 'engine_exited', engine_code
+                return 'done', code
             engine_code = self._engine_exit()
             if engine_code is not False:
                 return 'engine_exited', engine_code
@@ -342,6 +349,14 @@ class BenchPointWait:
             time.sleep(0.1)
             code = read_exit_code(self.options.exit_file)
         return code
+
+    def _engine_exit_within(self, grace):
+        give_up_at = time.time() + grace
+        engine_code = self._engine_exit()
+        while engine_code is False and time.time() < give_up_at:
+            time.sleep(0.1)
+            engine_code = self._engine_exit()
+        return engine_code
 
     def _engine_exit(self):
         """False while the engine exit file is absent, else the code in it (None if it holds none)."""

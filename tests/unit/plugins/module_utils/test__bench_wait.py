@@ -190,6 +190,15 @@ def test_finished_point_wins_over_an_engine_that_died_after_it(point):
     assert result['aborted'] is False
 
 
+def test_client_failing_because_the_engine_died_blames_the_engine(point):
+    later(0.2, point.exit_file, '1\n')
+    later(0.5, point.engine_exit, '137\n')
+    message, details = failure(point.params())
+    assert message.splitlines()[0].startswith('worker died during point c64 on node3')
+    assert details['cause'] == 'the engine exit file %s appeared (code 137)' % point.engine_exit
+    assert details['aborted'] is True
+
+
 def test_client_exit_code_fails_with_the_log_tail(point):
     with open(point.log, 'a') as handle:
         handle.write('Traceback (most recent call last):\nValueError: All requests failed\n')

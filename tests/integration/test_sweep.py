@@ -1,0 +1,84 @@
+"""sweep.yml on a rehearsal node: targets catch a missing lever; a dying worker aborts a point.
+
+Small lengths and concurrencies; every number here is SIMULATED.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from rehearsal import REPO, Node, platform_up
+
+NODE = "infera-node-1"
+TARGETS = REPO / "tests" / "integration" / "data" / "targets-rehearsal-64x64.yml"
+LENGTHS = {"sweep_random_input_len": 64, "sweep_random_output_len": 64}
+NO_LEVER = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": "0.05", "SGLANG_OPT_USE_FUSED_COMPRESS": None},
+            "sglang_worker_allow_missing_levers": True}
+
+
+@pytest.fixture(scope="module")
+def node():
+    platform_up(1)
+    return Node(NODE)
+
+
+@pytest.fixture
+def results(tmp_path):
+    return tmp_path / "results"
+
+
+def sweep_command(results, run_id, concurrencies, **extra):
+    settings = {"concurrencies": concurrencies, "run_id": run_id, "sweep_results_dir": str(results),
+                "sweep_targets_file": str(TARGETS), "sweep_below_target": "fail", **LENGTHS, **extra}
+    return ["ansible-playbook", "playbooks/sweep.yml", "-e", json.dumps(settings)]
+
+
+def run(cmd):
+    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def ratios(results, run_id):
+    with (results / run_id / "results.csv").open() as handle:
+        return {int(row["Concurrency"]): float(row["Ratio"]) for row in csv.DictReader(handle)}
+
+
+def test_full_recipe_meets_the_targets_and_a_missing_lever_fails_them(node, results):
+    rc, out = run(sweep_command(results, "levers-on", [4, 16]))
+    assert rc == 0, out[-4000:]
+    assert all(ratio >= 1.0 for ratio in ratios(results, "levers-on").values())
+
+    rc, out = run(sweep_command(results, "lever-off", [4, 16], **NO_LEVER))
+    assert rc != 0, "a sweep without the fused-compress lever passed its targets"
+    assert "BELOW TARGET" in (results / "lever-off" / "report.md").read_text()
+    on, off = ratios(results, "levers-on"), ratios(results, "lever-off")
+    for conc in (4, 16):
+        drop = off[conc] / on[conc]
+        assert 0.35 <= drop <= 0.7, f"c{conc}: a missing lever should cost ~50%, measured {drop:.2f}x"
+
+
+def test_a_worker_dying_mid_point_aborts_and_reports_it(node, results, tmp_path):
+    run_id = f"worker-dies-{time.time_ns()}"
+    cmd = sweep_command(results, run_id, [16], sweep_random_output_len=512, sweep_below_target="ignore")
+    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    output = tmp_path / "play.log"
+    with output.open("w") as log, subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT) as play:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and play.poll() is None:
+            if node.sh(f"pgrep -f 'sglang.bench_serving.*{run_id}'", check=False).returncode == 0:
+                break
+            time.sleep(0.5)
+        time.sleep(3)  # mid-point: the client is measuring
+        node.sh("pkill -KILL -f '^python -m infera[.]engine[.]sglang '")
+        play.wait(timeout=600)
+    out = output.read_text()
+    assert play.returncode != 0
+    assert "worker died during point c16" in out, out[-4000:]
+    manifest = json.loads((results / run_id / NODE / "manifest.json").read_text())
+    assert [(point["conc"], point["status"]) for point in manifest["points"]] == [(16, "aborted")]
+    assert (results / run_id / NODE / "bench-c16.log").exists()

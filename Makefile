@@ -36,4 +36,4 @@ test-lint: bootstrap
 # Everything: unit, simulator, lint + sanity, then the rehearsal platform (walkthrough
 # fidelity, deploy failure paths, platform, molecule scenarios).
 test: bootstrap
-	python -m pytest -q -p no:cacheprovider -ra tests/unit tests/rehearsal/sim_tests tests/lint tests/integration
+	python -m pytest -q -p no:cacheprovider -ra --durations=15 tests/unit tests/rehearsal/sim_tests tests/lint tests/integration

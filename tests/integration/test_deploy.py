@@ -96,3 +96,29 @@ def test_raising_capture_size_warns_about_memory(clean_node):
     assert rc == 0, out[-3000:]
     assert "raises the capture set" in out and "drop --mem-fraction-static" in out, out[-2000:]
     assert not container_exists(clean_node), "check mode changed the node"
+
+
+def _registered_workers():
+    """Worker registrations in the platform's etcd, read with the etcd3 client (protobuf pinned)."""
+    import etcd3
+
+    client = etcd3.client(host="127.0.0.1", port=2379)
+    try:
+        return [meta.key.decode() for _value, meta in client.get_prefix("infera/workers/")]
+    finally:
+        client.close()
+
+
+def test_teardown_deregisters_removes_the_container_and_keeps_the_hf_cache(clean_node):
+    rc, out = deploy("-e", "conc=64")
+    assert rc == 0, out[-3000:]
+    assert any(key.endswith(f"{clean_node.address}:30000") for key in _registered_workers())
+
+    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
+    result = subprocess.run(["ansible-playbook", "playbooks/teardown.yml"], cwd=REPO, env=full_env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert not any(key.endswith(f"{clean_node.address}:30000") for key in _registered_workers()), \
+        "the worker did not deregister on SIGTERM"
+    assert not container_exists(clean_node)
+    clean_node.sh("test -f /data/hf-cache/DeepSeek-V4-Pro/tokenizer.json")

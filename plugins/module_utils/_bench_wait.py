@@ -22,8 +22,7 @@ import socket
 import threading
 import time
 
-from ansible.module_utils.urls import open_url
-
+from ansible_collections.infera.serving.plugins.module_utils import _health
 from ansible_collections.infera.serving.plugins.module_utils._readiness import format_duration
 
 TAIL_LINES = 30
@@ -259,17 +258,8 @@ def stop_processes(match, grace=_TERM_GRACE):
 # ---------------------------------------------------------------- health
 
 def probe_health(url, timeout=HEALTH_TIMEOUT):
-    """Return (status code or None, error text or None) for a GET of url."""
-    try:
-        # The engine is local to the node: a proxy from the environment would only stand in its way.
-        response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
-        try:
-            return response.getcode(), None
-        finally:
-            response.close()
-    except Exception as error:  # pylint: disable=broad-except
-        # Any failure to answer (refused, reset, HTTP error, timeout) is one failed check.
-        return getattr(error, 'code', None), str(error)
+    """Probe the engine's health (see _health.probe_health)."""
+    return _health.probe_health(url, timeout)
 
 
 class _HealthWatch:

@@ -20,7 +20,8 @@ import socket
 import tempfile
 import time
 
-from ansible.module_utils.urls import open_url
+from ansible_collections.infera.serving.plugins.module_utils import _health
+
 
 DEFAULT_READY_LINE = 'The server is fired up and ready to roll!'
 # A Python traceback alone is not fatal: SGLang logs recoverable ones too. These are not.
@@ -170,16 +171,8 @@ def _compile(pattern):
 # ---------------------------------------------------------------- probes
 
 def probe_health(url, timeout=_HEALTH_TIMEOUT):
-    """Return (status code or None, error text or None) for a GET of url."""
-    try:
-        response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
-        try:
-            return response.getcode(), None
-        finally:
-            response.close()
-    except Exception as error:  # pylint: disable=broad-except
-        # Any failure to answer (refused, reset, HTTP error, timeout) just means "not healthy yet".
-        return getattr(error, 'code', None), str(error)
+    """Probe the engine's health (see _health.probe_health)."""
+    return _health.probe_health(url, timeout)
 
 
 def _process_exit(exit_file, pid_file):

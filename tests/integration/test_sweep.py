@@ -6,6 +6,7 @@ Small lengths and concurrencies; every number here is SIMULATED.
 import csv
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -60,6 +61,18 @@ def test_full_recipe_meets_the_targets_and_a_missing_lever_fails_them(node, resu
     for conc in (4, 16):
         drop = off[conc] / on[conc]
         assert 0.35 <= drop <= 0.7, f"c{conc}: a missing lever should cost ~50%, measured {drop:.2f}x"
+
+    # The same outputs again from the results folder alone (a copy, away from the node).
+    copy = results.parent / "copied-run"
+    shutil.copytree(results / "lever-off", copy)
+    for output in ("results.csv", "report.md", "throughput.png"):
+        (copy / output).unlink()
+    rc, out = run(["ansible-playbook", "playbooks/report.yml", "-e", f"run_dir={copy}",
+                   "-e", f"targets_file={TARGETS}", "-e", "below_target=warn"])
+    assert rc == 0, out[-3000:]
+    assert "BELOW TARGET" in out and str(copy / "report.md") in out
+    assert (copy / "results.csv").read_text() == (results / "lever-off" / "results.csv").read_text()
+    assert (copy / "throughput.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_worker_dying_mid_point_aborts_and_reports_it(node, results, tmp_path):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import http.server
 import os
 import signal
 import subprocess
@@ -27,6 +26,8 @@ from ansible_collections.infera.serving.plugins.module_utils._bench_wait import 
     wait_for_point,
 )
 
+from .health_server import HealthServer
+
 RESULT_LINE = '{"backend": "sglang-oai", "max_concurrency": 64, "output_throughput": 5120.3}'
 BENCH_LOG = [
     '#Input tokens: 524288',
@@ -37,38 +38,6 @@ BENCH_LOG = [
 
 
 # ---------------------------------------------------------------- helpers
-
-class HealthServer:
-    """A tiny HTTP server on 127.0.0.1 whose /health answers `status`."""
-
-    def __init__(self, status=200):
-        self.status = status
-        self.hits = 0
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                owner.hits += 1
-                code = owner.status if self.path == '/health' else 404
-                self.send_response(code)
-                self.send_header('Content-Length', '0')
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.url = 'http://127.0.0.1:%d/health' % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
 
 class BenchProcess:
     """A real child process standing in for the bench client, recognisable by a unique argument."""

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import http.server
 import os
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from ansible_collections.infera.serving.plugins.module_utils._readiness import (
     progress_line,
     wait_until_ready,
 )
+
+from .health_server import HealthServer
 
 READY = 'The server is fired up and ready to roll!'
 LAUNCH = [
@@ -49,36 +50,6 @@ FATAL_LINES = {
 
 
 # ---------------------------------------------------------------- helpers
-
-class HealthServer:
-    """A tiny HTTP server on 127.0.0.1 whose /health answers `status`."""
-
-    def __init__(self, status=200):
-        self.status = status
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                code = owner.status if self.path == '/health' else 404
-                self.send_response(code)
-                self.send_header('Content-Length', '0')
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.url = 'http://127.0.0.1:%d/health' % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
 
 class Writer(threading.Thread):
     """Append (delay, text) items to a file from a thread, the way the engine writes its log.
@@ -509,22 +480,9 @@ def test_health_probe_ignores_a_proxy_set_in_the_environment(monkeypatch):
     """The engine's health is on loopback: a proxy in the environment must not intercept it."""
     from ansible_collections.infera.serving.plugins.module_utils import _readiness
 
-    class Healthy(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's naming)
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Healthy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        for name in ("http_proxy", "HTTP_PROXY"):
-            monkeypatch.setenv(name, "http://127.0.0.1:9")
-        monkeypatch.delenv("no_proxy", raising=False)
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        status, error = _readiness.probe_health("http://127.0.0.1:%d/health" % server.server_address[1], timeout=5)
-        assert (status, error) == (200, None)
-    finally:
-        server.shutdown()
+    for name in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    with HealthServer() as health:
+        assert _readiness.probe_health(health.url, timeout=5) == (200, None)

@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+# This module util is PRIVATE to the infera.serving collection; it may change at any time.
+
+"""One HTTP health probe for the engine, shared by the readiness and bench-point waits."""
+
+from __future__ import annotations
+
+from ansible.module_utils.urls import open_url
+
+
+def probe_health(url, timeout):
+    """Return (status code or None, error text or None) for a GET of url.
+
+    Any failure to answer (refused, reset, HTTP error, timeout) comes back as a status or
+    None plus its text, never as an exception: callers count it as one failed check.
+    """
+    try:
+        # The engine is local to the node: a proxy from the environment would only stand in its way.
+        response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
+        try:
+            return response.getcode(), None
+        finally:
+            response.close()
+    except Exception as error:  # pylint: disable=broad-except
+        return getattr(error, 'code', None), str(error)

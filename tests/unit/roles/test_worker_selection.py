@@ -1,0 +1,53 @@
+"""The worker role's selection step, run through Ansible on localhost (no node needed)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+PLAYBOOK = Path(__file__).parent / "playbooks" / "select.yml"
+DEV_PLANE = ["--discovery-backend", "--request-transport", "--kv-event-transport"]
+
+
+def select(tmp_path, **extra_vars):
+    out = tmp_path / "selected.json"
+    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+           "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections")}
+    result = subprocess.run(
+        ["ansible-playbook", "-i", "localhost,", "-c", "local", str(PLAYBOOK),
+         "-e", json.dumps({"out": str(out), "ansible_python_interpreter": sys.executable, **extra_vars})],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def test_dev_plane_passes_the_three_flags(tmp_path):
+    argv = select(tmp_path, sglang_worker_conc=64, infera_plane="dev")["argv"]
+    assert [argv[argv.index(flag) + 1] for flag in DEV_PLANE] == ["etcd", "http", "zmq"]
+
+
+def test_production_plane_drops_exactly_the_three_flags(tmp_path):
+    dev = select(tmp_path, sglang_worker_conc=64, infera_plane="dev")["argv"]
+    production = select(tmp_path, sglang_worker_conc=64, infera_plane="production")["argv"]
+    assert not set(DEV_PLANE) & set(production)
+    dropped = [token for flag in DEV_PLANE for token in (flag, dev[dev.index(flag) + 1])]
+    assert [token for token in dev if token not in dropped] == production
+
+
+@pytest.mark.parametrize("tp, devices", [(8, "0,1,2,3,4,5,6,7"), (4, "0,1,2,3")])
+def test_gpu_count_follows_tp_size(tmp_path, tp, devices):
+    selected = select(tmp_path, sglang_worker_conc=256, sglang_worker_tp_size=tp)
+    argv = selected["argv"]
+    assert selected["env"]["HIP_VISIBLE_DEVICES"] == devices
+    assert argv[argv.index("--tp-size") + 1] == str(tp)
+    assert argv[argv.index("--dp") + 1] == str(tp) and argv[argv.index("--ep-size") + 1] == str(tp)
+
+
+def test_cuda_graph_batch_list_reaches_argv_as_separate_values(tmp_path):
+    argv = select(tmp_path, sglang_worker_conc=32, sglang_worker_cuda_graph_bs=[1, 2, 4, 8])["argv"]
+    start = argv.index("--cuda-graph-bs")
+    assert argv[start + 1:start + 5] == ["1", "2", "4", "8"]

@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 
-from ansible_collections.infera.serving.plugins.module_utils import _health
+from ansible_collections.infera.serving.plugins.module_utils import _health, _procs
 from ansible_collections.infera.serving.plugins.module_utils._readiness import format_duration
 
 TAIL_LINES = 30
@@ -180,23 +180,13 @@ def _proc_cmdline(pid):
     return raw.replace(b'\0', b' ').decode('utf-8', 'replace').strip()
 
 
-def _parent_pid(pid):
-    try:
-        with open('/proc/%d/stat' % pid, 'r') as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    fields = stat.rsplit(')', 1)[-1].split()
-    return int(fields[1]) if len(fields) > 1 else None
-
-
 def _own_lineage():
     """This process and its ancestors, which may carry the match text in their own command lines."""
     lineage = set()
     pid = os.getpid()
     while pid and pid not in lineage:
         lineage.add(pid)
-        pid = _parent_pid(pid)
+        pid = _procs.parent_pid(pid)
     return lineage
 
 
@@ -215,16 +205,6 @@ def find_processes(match):
         if match in _proc_cmdline(int(entry)):
             found.append(int(entry))
     return sorted(found)
-
-
-def pid_alive(pid):
-    """True while pid runs; a zombie has exited, only its parent has not reaped it yet."""
-    try:
-        with open('/proc/%d/stat' % pid, 'r') as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat.rsplit(')', 1)[-1].split()[:1] != ['Z']
 
 
 def _signal(pids, signum):
@@ -249,9 +229,9 @@ def stop_processes(match, grace=_TERM_GRACE):
     """
     terminated, denied = _signal(find_processes(match), signal.SIGTERM)
     give_up_at = time.time() + grace
-    while any(pid_alive(pid) for pid in terminated) and time.time() < give_up_at:
+    while any(_procs.pid_alive(pid) for pid in terminated) and time.time() < give_up_at:
         time.sleep(0.1)
-    _signal([pid for pid in terminated if pid_alive(pid)], signal.SIGKILL)
+    _signal([pid for pid in terminated if _procs.pid_alive(pid)], signal.SIGKILL)
     return terminated, denied
 
 

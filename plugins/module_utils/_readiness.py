@@ -20,7 +20,7 @@ import socket
 import tempfile
 import time
 
-from ansible_collections.infera.serving.plugins.module_utils import _health
+from ansible_collections.infera.serving.plugins.module_utils import _health, _procs
 
 
 DEFAULT_READY_LINE = 'The server is fired up and ready to roll!'
@@ -188,7 +188,7 @@ def _process_exit(exit_file, pid_file):
         return {'code': code, 'how': 'exit file %s appeared (%s)' % (exit_file, detail)}
     if pid_file:
         pid = _read_pid(pid_file)
-        if pid is not None and not _pid_alive(pid):
+        if pid is not None and not _procs.pid_alive(pid):
             return {'code': None, 'how': 'process %d from %s is gone' % (pid, pid_file)}
     return None
 
@@ -201,25 +201,6 @@ def _read_pid(pid_file):
     except OSError:
         return None
     return int(text) if text.isdigit() else None
-
-
-def _pid_alive(pid):
-    stat_path = '/proc/%d/stat' % pid
-    if os.path.isdir('/proc/self'):
-        try:
-            with open(stat_path, 'r') as handle:
-                stat = handle.read()
-        except OSError:
-            return False
-        # A zombie has exited; only its parent has not reaped it yet.
-        return stat.rsplit(')', 1)[-1].split()[:1] != ['Z']
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _dir_signature(paths):

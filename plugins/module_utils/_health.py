@@ -3,9 +3,11 @@
 
 # This module util is PRIVATE to the infera.serving collection; it may change at any time.
 
-"""One HTTP health probe for the engine, shared by the readiness and bench-point waits."""
+"""HTTP probes of the engine and the router, shared by the readiness and bench-point waits."""
 
 from __future__ import annotations
+
+import json
 
 from ansible.module_utils.urls import open_url
 
@@ -25,3 +27,20 @@ def probe_health(url, timeout):
             response.close()
     except Exception as error:  # pylint: disable=broad-except
         return getattr(error, 'code', None), str(error)
+
+
+def get_json(url, timeout):
+    """Return (status code or None, parsed JSON body or None, error text or None) for a GET of url.
+
+    Like probe_health, any failure comes back as values, never as an exception.
+    """
+    try:
+        response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
+        try:
+            return response.getcode(), json.loads(response.read()), None
+        finally:
+            response.close()
+    except ValueError as error:
+        return None, None, 'not JSON: %s' % error
+    except Exception as error:  # pylint: disable=broad-except
+        return getattr(error, 'code', None), None, str(error)

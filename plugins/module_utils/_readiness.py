@@ -6,7 +6,9 @@
 """Wait on a node until an SGLang engine launch is ready, has failed, or has stalled.
 
 The engine runs in a container but writes its log and an exit marker into a host-mounted
-directory, so everything here looks at plain files on the node plus one health URL. Progress
+directory, so everything here looks at plain files on the node plus two URLs: the engine's health
+and, where given, the Infera router's worker list (the wrapper registers only after the engine is
+up, so a worker is ready when the router lists it). Progress
 is persisted in a small JSON state file so that successive short calls (the action plugin's
 slices) resume where the previous one stopped.
 """
@@ -37,7 +39,8 @@ DEFAULT_FATAL_PATTERNS = [
 ]
 
 # Progress stages in the order a launch goes through them.
-STAGES = ('launching', 'loading_weights', 'weights_loaded', 'capturing_cuda_graph', 'graph_captured', 'ready')
+STAGES = ('launching', 'loading_weights', 'weights_loaded', 'capturing_cuda_graph', 'graph_captured', 'registering',
+          'ready')
 # Outcomes that end a wait without readiness.
 FAILURES = ('failed', 'stalled', 'timed_out', 'exited')
 
@@ -51,6 +54,8 @@ ARGUMENT_SPEC = dict(
     exit_file=dict(type='path'),
     pid_file=dict(type='path'),
     health_url=dict(type='str'),
+    workers_url=dict(type='str'),
+    worker_id=dict(type='str'),
     ready_line=dict(type='str', default=DEFAULT_READY_LINE),
     fatal_patterns=dict(type='list', elements='str', default=list(DEFAULT_FATAL_PATTERNS)),
     extra_fatal_patterns=dict(type='list', elements='str', default=[]),
@@ -67,7 +72,7 @@ ARGUMENT_SPEC = dict(
     reconnect_delay=dict(type='float', default=5.0),
 )
 
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 _HEALTH_TIMEOUT = 3.0
 _SAVE_EVERY = 5.0
 # After a fatal line the engine usually prints the rest of its error (OOM advice, a traceback) in one burst.
@@ -125,6 +130,8 @@ class _Options:
         self.exit_file = params.get('exit_file')
         self.pid_file = params.get('pid_file')
         self.health_url = params.get('health_url')
+        self.workers_url = params.get('workers_url')
+        self.worker_id = params.get('worker_id')
         self.ready_line = params['ready_line']
         self.watch_dirs = list(params.get('watch_dirs') or [])
         self.stall_timeout = params['stall_timeout']
@@ -152,8 +159,14 @@ class _Options:
                                  'within 5 s); got %s' % self.poll_interval)
         if not self.ready_line:
             raise ReadinessError('ready_line must not be empty')
-        if self.health_url and not re.match(r'^https?://', self.health_url):
-            raise ReadinessError('health_url must be an http:// or https:// URL; got %r' % self.health_url)
+        for name in ('health_url', 'workers_url'):
+            url = getattr(self, name)
+            if url and not re.match(r'^https?://', url):
+                raise ReadinessError('%s must be an http:// or https:// URL; got %r' % (name, url))
+        if bool(self.workers_url) != bool(self.worker_id):
+            raise ReadinessError('workers_url and worker_id go together (the router\'s /v1/workers URL and the '
+                                 'worker_id it lists, host:port); got only %s'
+                                 % ('workers_url' if self.workers_url else 'worker_id'))
 
     @property
     def watch_interval(self):
@@ -173,6 +186,14 @@ def _compile(pattern):
 def probe_health(url, timeout=_HEALTH_TIMEOUT):
     """Probe the engine's health (see _health.probe_health)."""
     return _health.probe_health(url, timeout)
+
+
+def listed_workers(url, timeout=_HEALTH_TIMEOUT):
+    """The worker_ids Infera's router lists at url (GET /v1/workers), or (None, why not)."""
+    status, body, error = _health.get_json(url, timeout)
+    if status != 200 or not isinstance(body, dict) or not isinstance(body.get('workers'), list):
+        return None, error or 'HTTP %s, body %r' % (status, body)
+    return [worker.get('worker_id') for worker in body['workers'] if isinstance(worker, dict)], None
 
 
 def _process_exit(exit_file, pid_file):
@@ -242,6 +263,7 @@ def _fresh_state(options, now):
         'ready_line_seen': False,
         'fatal': None,
         'health': {'status': None, 'error': None},
+        'registration': {'listed': None, 'error': None},
     }
 
 
@@ -430,9 +452,11 @@ class ReadinessWatch:
         if exited:
             return 'exited', exited
         if state['ready_line_seen'] and self._healthy(state):
-            # Not a stage kept in the state: readiness is checked afresh by every call.
-            state['phases'].setdefault('ready', now)
-            return 'ready', None
+            if self._registered(state):
+                # Not a stage kept in the state: readiness is checked afresh by every call.
+                state['phases'].setdefault('ready', now)
+                return 'ready', None
+            _advance(state, 'registering', now)
         grew = self._watch_dirs_changed(state, now) or grew
         if grew:
             state['last_progress_at'] = now
@@ -448,6 +472,13 @@ class ReadinessWatch:
         status, error = probe_health(self.options.health_url)
         state['health'] = {'status': status, 'error': error}
         return status == 200
+
+    def _registered(self, state):
+        if not self.options.workers_url:
+            return True
+        listed, error = listed_workers(self.options.workers_url)
+        state['registration'] = {'listed': listed, 'error': error}
+        return listed is not None and self.options.worker_id in listed
 
     def _watch_dirs_changed(self, state, now):
         options = self.options
@@ -530,6 +561,8 @@ def _result(options, state, now, kind, exited):
         'log_tail': _tail(state),
         'log_bytes': max((state['log_size_seen'] or 0) - options.log_offset, 0),
         'health_status': state['health']['status'],
+        'worker_id': options.worker_id,
+        'router_workers': state['registration']['listed'],
         'exit_code': exited['code'] if exited else None,
         'node': options.node,
         'state_file': options.state_file,
@@ -552,6 +585,11 @@ def _cause(options, state, now, kind, exited):
     quiet = _seconds(now - state['last_progress_at'])
     if state['log_size_seen'] is None:
         return 'the log %s has not appeared for %s s' % (options.log_path, quiet)
+    if state['stage'] == 'registering':
+        registration = state['registration']
+        seen = registration['error'] or 'it lists %s' % (', '.join(registration['listed']) or 'no worker')
+        return ('the engine is ready but the router (%s) has not listed worker %s for %s s (%s)'
+                % (options.workers_url, options.worker_id, quiet, seen))
     if state['ready_line_seen']:
         health = state['health']
         return ('the ready line was logged but %s has not answered 200 for %s s (last: %s)'
@@ -605,6 +643,10 @@ def _after_stall(options, state, inspect):
     if state['log_size_seen'] is None:
         return ('check that the launch wrapper started the engine (docker ps / docker logs on %s) and that '
                 'log_path is the host-side path of the mounted log' % options.node)
+    if state['stage'] == 'registering':
+        return ('check that the worker and the router use the same etcd endpoint and prefix and the same plane flags '
+                '(--discovery-backend, --request-transport), and look for "registered with etcd as worker" or a lease '
+                'error in %s' % options.log_path)
     if state['ready_line_seen']:
         return ('check that health_url matches the engine host and port (curl -v %s on %s)'
                 % (options.health_url, options.node))

@@ -11,8 +11,10 @@ version_added: 0.1.0
 description:
   - Watches one launch of an SGLang engine on the node until it is ready to serve. The engine runs in a container but
     writes its log and markers into a host-mounted directory, and the module reads them from the node side.
-  - A launch is ready when three things hold. The ready line (O(ready_line)) is in this launch's log.
+  - A launch is ready when four things hold. The ready line (O(ready_line)) is in this launch's log.
     The process is still alive (no O(exit_file), and the O(pid_file) process still exists). O(health_url) answers HTTP 200.
+    The Infera router lists the worker (O(worker_id) in the C(worker_id) fields of O(workers_url)): Infera's worker
+    wrapper registers in etcd only after the engine answers its health check, so the ready line alone is too early.
   - It follows the launch through the phases the log prints. C(Load weight begin) and C(Load weight end) mark weight loading.
     C(Capture cuda graph begin), then C(Capturing batches) lines with the batch size and a k/N count (in the simulator's
     form or as SGLang's tqdm bar), then C(Capture cuda graph end) mark cuda-graph capture. The ready line comes last.
@@ -79,6 +81,17 @@ options:
     description:
       - The engine's health URL, for example V(http://127.0.0.1:30000/health), asked once the ready line is seen.
         Ready needs HTTP 200. Without it the ready line and a live process are enough.
+    type: str
+  workers_url:
+    description:
+      - The Infera router's worker list, for example V(http://127.0.0.1:8000/v1/workers), asked once the engine is
+        healthy. Ready needs O(worker_id) among the C(worker_id) fields of its C(workers). Without it the wait ends at
+        the engine's health. Requires O(worker_id).
+    type: str
+  worker_id:
+    description:
+      - The id Infera's wrapper registers the worker under, C(<advertise host>:<engine port>), for example
+        V(10.0.0.5:30000). Requires O(workers_url).
     type: str
   ready_line:
     description: Text (not a regular expression) whose appearance in the log means the server says it is ready.
@@ -193,11 +206,13 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: sglang_worker | Wait for the engine (progress every 30 s)
+- name: sglang_worker | Wait for the engine and its registration with the router (progress every 30 s)
   infera.serving.sglang_ready:
-    log_path: "{{ sglang_worker_log_dir }}/engine-{{ _sglang_worker_launch_id }}.log"
-    exit_file: "{{ sglang_worker_log_dir }}/engine-{{ _sglang_worker_launch_id }}.exit"
-    health_url: "http://127.0.0.1:{{ sglang_worker_port }}/health"
+    log_path: /var/lib/infera/sgl_mix/logs/engine-20261130T054100Z.log
+    exit_file: /var/lib/infera/sgl_mix/run/engine-20261130T054100Z.exit
+    health_url: http://127.0.0.1:30000/health
+    workers_url: http://127.0.0.1:8000/v1/workers
+    worker_id: "{{ ansible_default_ipv4.address }}:30000"
     watch_dirs:
       - /sgl-workspace/aiter/aiter/jit
       - /root/.cache/flashinfer
@@ -231,7 +246,8 @@ ready:
 phase:
   description:
     - Where the launch is. One of V(launching), V(loading_weights), V(weights_loaded), V(capturing_cuda_graph),
-      V(graph_captured) or V(ready) while it progresses.
+      V(graph_captured), V(registering) (the engine is healthy, the router does not list the worker yet) or V(ready)
+      while it progresses.
     - On failure one of V(failed) (a fatal line), V(exited), V(stalled) or V(timed_out).
   returned: always
   type: str
@@ -282,6 +298,17 @@ health_status:
   returned: always
   type: int
   sample: 200
+worker_id:
+  description: O(worker_id), or null when registration is not waited for.
+  returned: always
+  type: str
+  sample: 10.0.0.5:30000
+router_workers:
+  description: The worker_ids the router listed at the last look, or null if it was not asked (or did not answer).
+  returned: always
+  type: list
+  elements: str
+  sample: ["10.0.0.5:30000"]
 exit_code:
   description: The engine's exit code from O(exit_file) when the engine exited, else null.
   returned: always

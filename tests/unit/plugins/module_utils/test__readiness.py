@@ -125,6 +125,7 @@ def test_progressive_launch_becomes_ready_with_phases(node):
     assert result['health_status'] == 200
     assert list(result['phases']) == ['launching', 'loading_weights', 'weights_loaded', 'capturing_cuda_graph',
                                       'graph_captured', 'ready']
+    assert result['worker_id'] is None and result['router_workers'] is None
     times = [entry['at'] for entry in result['phases'].values()]
     assert times == sorted(times)
     assert all(entry['since_start'] >= 0 for entry in result['phases'].values())
@@ -151,6 +152,33 @@ def test_ready_line_without_health_answer_is_not_ready(node):
     assert result['ready'] is False
     assert result['phase'] == 'graph_captured'
     assert result['health_status'] is None
+
+
+def test_ready_waits_until_the_router_lists_the_worker(node):
+    node.write('\n'.join(LAUNCH) + '\n')
+    with HealthServer(workers=['10.0.0.9:30000']) as server:
+        params = node.params(health_url=server.url, workers_url=server.workers_url, worker_id='10.0.0.5:30000')
+        waiting = wait_until_ready(dict(params, max_wait=0.3))
+        threading.Timer(0.3, setattr, (server, 'workers', ['10.0.0.9:30000', '10.0.0.5:30000'])).start()
+        result = wait_until_ready(params)
+    assert waiting['ready'] is False
+    assert waiting['phase'] == 'registering'
+    assert waiting['router_workers'] == ['10.0.0.9:30000']
+    assert result['ready'] is True
+    assert result['worker_id'] == '10.0.0.5:30000'
+    assert list(result['phases'])[-2:] == ['registering', 'ready']
+
+
+def test_a_worker_the_router_never_lists_stalls_with_the_router_named(node):
+    node.write('\n'.join(LAUNCH) + '\n')
+    with HealthServer(workers=[]) as server:
+        message, details = failure(node.params(health_url=server.url, workers_url=server.workers_url,
+                                               worker_id='10.0.0.5:30000', stall_timeout=0.4))
+    assert details['phase'] == 'stalled'
+    assert details['stage'] == 'registering'
+    assert 'has not listed worker 10.0.0.5:30000' in message
+    assert server.workers_url in message
+    assert 'same etcd endpoint' in message
 
 
 def test_tqdm_progress_bar_is_parsed_and_shown_once(node):
@@ -449,6 +477,8 @@ def test_state_for_another_log_offset_is_ignored(node):
     ({'log_offset': -5}, 'log_offset must be 0 or more bytes'),
     ({'fatal_patterns': ['(unclosed']}, "fatal pattern '(unclosed' is not a valid regular expression"),
     ({'health_url': '127.0.0.1:30000/health'}, 'health_url must be an http:// or https:// URL'),
+    ({'workers_url': 'http://127.0.0.1:8000/v1/workers'}, 'workers_url and worker_id go together'),
+    ({'worker_id': '10.0.0.5:30000'}, 'workers_url and worker_id go together'),
 ])
 def test_bad_options_are_named(node, overrides, expected):
     with pytest.raises(ReadinessError) as error:

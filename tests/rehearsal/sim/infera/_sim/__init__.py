@@ -1,1 +1,0 @@
-"""Code shared by the simulated router and worker (standard library only)."""

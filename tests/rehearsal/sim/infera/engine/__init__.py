@@ -1,1 +1,0 @@
-"""Simulated Infera engines; only the SGLang mixed worker exists here."""

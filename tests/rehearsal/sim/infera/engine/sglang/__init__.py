@@ -1,1 +1,0 @@
-"""Simulated ``python -m infera.engine.sglang``: the SGLang worker behind the Infera router."""

@@ -1,1 +1,0 @@
-"""Simulated ``python -m infera.server``: the Infera router with etcd discovery."""

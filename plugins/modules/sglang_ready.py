@@ -13,7 +13,7 @@ description:
     writes its log and markers into a host-mounted directory, and the module reads them from the node side.
   - A launch is ready when four things hold. The ready line (O(ready_line)) is in this launch's log.
     The process is still alive (no O(exit_file), and the O(pid_file) process still exists). O(health_url) answers HTTP 200.
-    The Infera router lists the worker (O(worker_id) in the C(worker_id) fields of O(workers_url)): Infera's worker
+    The Infera router lists the worker (O(worker_id) in the C(worker_id) fields of O(workers_url)), because Infera's worker
     wrapper registers in etcd only after the engine answers its health check, so the ready line alone is too early.
   - It follows the launch through the phases the log prints. C(Load weight begin) and C(Load weight end) mark weight loading.
     C(Capture cuda graph begin), then C(Capturing batches) lines with the batch size and a k/N count (in the simulator's

@@ -78,6 +78,27 @@ class Node:
         raise AssertionError(f"{self.name}:{container}:{path}: no '{line}' within {timeout} s; last lines:\n{tail}")
 
 
+def router_workers(node, container, host, port=8000):
+    """The worker_ids Infera's router lists (GET /v1/workers from inside the container)."""
+    out = node.in_container(container, f"curl -s http://{host}:{port}/v1/workers", check=False).stdout
+    try:
+        return [worker["worker_id"] for worker in json.loads(out)["workers"]]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def wait_for_worker(node, container, host, worker_id, timeout=60):
+    """Infera's wrapper registers a few seconds after the engine's ready line: wait for the router to list it."""
+    deadline = time.monotonic() + timeout
+    listed = []
+    while time.monotonic() < deadline:
+        listed = router_workers(node, container, host)
+        if worker_id in listed:
+            return listed
+        time.sleep(0.5)
+    raise AssertionError(f"{node.name}: the router does not list {worker_id} after {timeout} s (it lists {listed})")
+
+
 class Walkthrough:
     """The user's walkthrough, read as the commands a person would paste."""
 

@@ -104,7 +104,7 @@ def _registered_workers():
 
     client = etcd3.client(host="127.0.0.1", port=2379)
     try:
-        return [meta.key.decode() for _value, meta in client.get_prefix("infera/workers/")]
+        return [meta.key.decode() for _value, meta in client.get_prefix("/infera/workers/")]
     finally:
         client.close()
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from rehearsal import Node, Walkthrough, platform_up, read_jsonl
+from rehearsal import Node, Walkthrough, platform_up, read_jsonl, wait_for_worker
 
 CONTAINER = "sgl_mix"
 READY = "The server is fired up and ready to roll!"
@@ -69,14 +69,17 @@ def _start(node, walkthrough, shell_env, worker_prefix, log):
 
 
 def _verify(node, walkthrough, shell_env):
+    # Infera's wrapper registers after the engine answers /health: the walkthrough's reader waits a moment too.
+    wait_for_worker(node, CONTAINER, shell_env["HOST"], f"{shell_env['HOST']}:30000")
     health = node.in_container(CONTAINER, walkthrough.command("curl -sf http://$HOST:8000/health"), env=shell_env)
     assert health.stdout.rstrip().endswith("OK"), health.stdout
-    assert json.loads(health.stdout.rstrip()[:-2])["status"] == "healthy"
+    assert json.loads(health.stdout.rstrip()[:-2]) == {"status": "ok", "active_workers": 1}
 
     workers = node.in_container(CONTAINER, walkthrough.command("curl -s http://$HOST:8000/v1/workers"), env=shell_env)
     listed = json.loads(workers.stdout)
     assert len(listed["workers"]) == 1, workers.stdout
-    assert listed["workers"][0]["url"].startswith(f"http://{shell_env['HOST']}:30000")
+    assert listed["workers"][0]["worker_id"] == f"{shell_env['HOST']}:30000"
+    assert listed["workers"][0]["url"] == f"http://{shell_env['HOST']}:30000"
 
     chat = node.in_container(CONTAINER, walkthrough.command("curl -s http://$HOST:8000/v1/chat/completions"),
                              env=shell_env)

@@ -1,0 +1,1 @@
+"""GPU-free stand-in for the ``sglang`` package on a host without SGLang (see ../README.md)."""

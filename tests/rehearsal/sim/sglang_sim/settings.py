@@ -1,0 +1,65 @@
+"""The simulator's own knobs, read from INFERA_SIM_* environment variables.
+
+INFERA_SIM_TIME_SCALE   cold-start durations multiplier (1.0 = about a minute and a half)
+INFERA_SIM_DEV_ROOT     where /dev/kfd and /dev/dri/renderD* are looked for (default /dev)
+INFERA_SIM_JIT_DIR      JIT cache that grows during graph capture
+                        (default /sgl-workspace/aiter/aiter/jit)
+INFERA_SIM_FAULT        fault to inject, one of FAULTS (empty = none)
+INFERA_SIM_FAULT_AFTER  seconds from ready until exit_after_ready exits (default 5)
+INFERA_SIM_FAULT_DELAY  seconds slow_responses waits before the first token (default 5)
+"""
+
+from dataclasses import dataclass
+
+FAULTS = (
+    "crash_weight_load",
+    "oom_graph_capture",
+    "hang",
+    "exit_after_ready",
+    "slow_responses",
+    "fail_responses",
+    "memory_access_fault",
+)
+
+
+class SettingsError(ValueError):
+    """An INFERA_SIM_* variable holds a value the simulator cannot use."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    time_scale: float
+    dev_root: str
+    jit_dir: str
+    fault: str
+    fault_after: float
+    fault_delay: float
+
+
+def _number(environ, name, default):
+    raw = environ.get(name, "")
+    if raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a number") from None
+    if value < 0:
+        raise SettingsError(f"{name}={raw!r} must not be negative")
+    return value
+
+
+def load_settings(environ):
+    fault = environ.get("INFERA_SIM_FAULT", "").strip()
+    if fault and fault not in FAULTS:
+        raise SettingsError(
+            f"INFERA_SIM_FAULT={fault!r} is not a known fault; choose from {', '.join(FAULTS)}"
+        )
+    return Settings(
+        time_scale=_number(environ, "INFERA_SIM_TIME_SCALE", 1.0),
+        dev_root=environ.get("INFERA_SIM_DEV_ROOT") or "/dev",
+        jit_dir=environ.get("INFERA_SIM_JIT_DIR") or "/sgl-workspace/aiter/aiter/jit",
+        fault=fault,
+        fault_after=_number(environ, "INFERA_SIM_FAULT_AFTER", 5.0),
+        fault_delay=_number(environ, "INFERA_SIM_FAULT_DELAY", 5.0),
+    )

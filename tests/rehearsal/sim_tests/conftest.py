@@ -1,10 +1,10 @@
-"""Fixtures that run the simulator as the user would: real etcd, real subprocesses.
+"""Fixtures that run the simulated engine the way the user's commands do: real etcd,
+the real Infera router and worker wrapper (installed in the venv), real subprocesses.
 
-etcd (Debian's etcd-server) must be installed; the tests fail, never skip, without it.
-Every process gets free loopback ports and its own temporary directories.
+etcd (Debian's etcd-server) and Infera must be installed; the tests fail, never skip,
+without them. Every process gets free loopback ports and its own temporary directories.
 """
 
-import json
 import os
 import shutil
 import subprocess
@@ -12,51 +12,33 @@ import sys
 
 import pytest
 
-from sim_harness import (FUSED_COMPRESS_ENV, GPU_COUNT, SIM_ROOT, Etcd, Router, SimProcess,
-                         free_port, router_args, wait_until, worker_args)
+from sim_harness import (GPU_COUNT, MAKE_MODEL, SIM_ROOT, Proc, free_port, http_json,
+                         loopback_env, python_module, router_args, simulator_env, wait_until)
 
-# The unit tests import the simulator's modules directly.
+# The unit tests import the simulator's modules, and Infera imports its ``sglang``.
 sys.path.insert(0, str(SIM_ROOT))
 
-
-@pytest.fixture
-def etcd(tmp_path):
-    binary = shutil.which("etcd")
-    if binary is None:
-        pytest.fail("the simulator tests need the etcd binary (apt-get install etcd-server)")
-    client_url = f"http://127.0.0.1:{free_port()}"
-    peer_url = f"http://127.0.0.1:{free_port()}"
-    # A short election timeout makes a single node leader at once and allows short leases.
-    process = subprocess.Popen(
-        [binary, "--data-dir", str(tmp_path / "etcd"), "--name", "default",
-         "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
-         "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-         "--initial-cluster", f"default={peer_url}",
-         "--heartbeat-interval", "10", "--election-timeout", "100"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    server = Etcd(client_url)
-
-    def serving():
-        try:
-            server.workers()
-            return True
-        except OSError:
-            return False
-
-    try:
-        wait_until(serving, 15, "etcd did not start")
-        yield server
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory):
+    """The rehearsal's stand-in for $MODEL: config.json and a real tokenizer.json."""
+    root = tmp_path_factory.mktemp("model")
+    subprocess.run([sys.executable, str(MAKE_MODEL), str(root / "DeepSeek-V4-Pro"),
+                    str(root / "dataset.json")], check=True)
+    return root / "DeepSeek-V4-Pro"
 
 
-@pytest.fixture
-def dev_root(tmp_path):
+@pytest.fixture(scope="session")
+def tokenizer(model_dir):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+
+
+@pytest.fixture(scope="session")
+def dev_root(tmp_path_factory):
     """Stand-ins for /dev/kfd and one render node per GPU."""
-    root = tmp_path / "dev"
-    (root / "dri").mkdir(parents=True)
+    root = tmp_path_factory.mktemp("dev")
+    (root / "dri").mkdir()
     (root / "kfd").touch()
     for gpu in range(GPU_COUNT):
         (root / "dri" / f"renderD{128 + gpu}").touch()
@@ -64,41 +46,17 @@ def dev_root(tmp_path):
 
 
 @pytest.fixture
-def model_dir(tmp_path):
-    model = tmp_path / "DeepSeek-V4-Pro"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({
-        "architectures": ["DeepseekV4ForCausalLM"],
-        "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV4Config"},
-    }))
-    (model / "tokenizer.json").write_text("{}")
-    return model
-
-
-@pytest.fixture
 def sim_env(tmp_path, dev_root):
-    """The tuned recipe's environment; the caller's own INFERA_SIM_* and SGLANG_* are dropped."""
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith(("INFERA_SIM_", "SGLANG_"))}
-    env.update(FUSED_COMPRESS_ENV)
-    env.update({
-        "PYTHONPATH": str(SIM_ROOT),
-        "PYTHONUNBUFFERED": "1",
-        "INFERA_SIM_TIME_SCALE": "0.02",
-        "INFERA_SIM_DEV_ROOT": str(dev_root),
-        "INFERA_SIM_JIT_DIR": str(tmp_path / "jit"),
-        "HIP_VISIBLE_DEVICES": ",".join(str(gpu) for gpu in range(GPU_COUNT)),
-    })
-    return env
+    return simulator_env(dev_root, tmp_path / "jit")
 
 
 @pytest.fixture
 def launch(tmp_path):
-    """launch(module, args, env) -> SimProcess; whatever still runs is killed afterwards."""
+    """launch(module, args, env) -> Proc; whatever it started is killed afterwards."""
     started = []
 
     def start(module, args, env):
-        process = SimProcess(module, [str(arg) for arg in args], env, tmp_path)
+        process = Proc(python_module(module, args), env, tmp_path, module)
         started.append(process)
         return process
 
@@ -107,27 +65,65 @@ def launch(tmp_path):
         process.kill()
 
 
-@pytest.fixture
-def router(etcd, model_dir, sim_env, launch):
-    port = free_port()
-    process = launch("infera.server", router_args(etcd.endpoint, port, model_dir), sim_env)
-    process.wait_for("listening on")
-    return Router(process, f"http://127.0.0.1:{port}")
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory):
+    binary = shutil.which("etcd")
+    if binary is None:
+        pytest.fail("the simulator tests need the etcd binary (apt-get install etcd-server)")
+    data_dir = tmp_path_factory.mktemp("etcd")
+    client_url = f"http://127.0.0.1:{free_port()}"
+    peer_url = f"http://127.0.0.1:{free_port()}"
+    process = Proc([binary, "--data-dir", str(data_dir / "data"), "--name", "default",
+                    "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+                    "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+                    "--initial-cluster", f"default={peer_url}",
+                    "--heartbeat-interval", "10", "--election-timeout", "100"],
+                   dict(os.environ), data_dir, "etcd")
+    try:
+        wait_until(lambda: _answers(f"{client_url}/health"), 15, "etcd did not start")
+        yield client_url
+    finally:
+        process.kill()
 
 
-@pytest.fixture
-def start_worker(etcd, model_dir, sim_env, launch):
-    """start_worker(env=..., extra=[...], variant=...) -> (SimProcess, base URL).
+def _answers(url):
+    try:
+        return http_json("GET", url, timeout=2)[0] == 200
+    except OSError:
+        return False
 
-    ``env`` overrides sim_env; a value of None removes the variable.
-    """
 
-    def start(env=None, extra=(), variant="nodp"):
-        port = free_port()
-        merged = {**sim_env, **(env or {})}
-        process = launch("infera.engine.sglang",
-                         worker_args(model_dir, etcd.endpoint, port, variant) + list(extra),
-                         {name: value for name, value in merged.items() if value is not None})
-        return process, f"http://127.0.0.1:{port}"
+class Router:
+    def __init__(self, process, url):
+        self.process = process
+        self.url = url
 
-    return start
+    def get(self, path):
+        return http_json("GET", self.url + path)
+
+    def post(self, path, body, timeout=30):
+        return http_json("POST", self.url + path, body, timeout)
+
+    def workers(self):
+        return self.get("/v1/workers")[1]["workers"]
+
+    def wait_for_workers(self, count, timeout=20):
+        wait_until(lambda: len(self.workers()) == count, timeout,
+                   f"the router never listed {count} worker(s)\n" + self.process.describe())
+
+
+@pytest.fixture(scope="module")
+def router(etcd, model_dir, dev_root, tmp_path_factory):
+    """The real ``python -m infera.server`` with the walkthrough's flags."""
+    log_dir = tmp_path_factory.mktemp("router")
+    url = f"http://127.0.0.1:{free_port()}"
+    process = Proc(python_module("infera.server",
+                                 router_args(etcd, url.rsplit(":", 1)[1], model_dir)),
+                   loopback_env(), log_dir, "router")
+    try:
+        wait_until(lambda: _answers(f"{url}/health") or process.process.poll() is not None,
+                   60, "the router did not start")
+        assert process.process.poll() is None, process.describe()
+        yield Router(process, url)
+    finally:
+        process.kill()

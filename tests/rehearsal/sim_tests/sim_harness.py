@@ -1,11 +1,13 @@
-"""Helpers for the simulator tests: subprocesses, HTTP, etcd and the walkthrough's commands.
+"""Helpers for the simulator tests: processes, HTTP, and the user's command lines.
 
 A module of its own (not conftest) so that the test modules can import it by a name no
 other test directory uses.
 """
 
-import base64
 import json
+import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -13,24 +15,57 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
-SIM_ROOT = Path(__file__).resolve().parents[1] / "sim"
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+SIM_ROOT = REPO / "tests" / "rehearsal" / "sim"
+WALKTHROUGH = REPO / "docs" / "reference" / "sglang-mixed-dsv4-pro-mi355x.txt"
+RECIPE = REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-mixed.yml"
+MAKE_MODEL = REPO / "tests" / "rehearsal" / "fixtures" / "make_model.py"
 READY_LINE = "The server is fired up and ready to roll!"
 GPU_COUNT = 8
+# Marks every process a test starts, and so the engines the wrapper spawns from them.
+TAG_VARIABLE = "INFERA_SIM_TEST_TAG"
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+                   "ALL_PROXY")
+# The walkthrough's fused-compress block.
+FUSED_COMPRESS_ENV = {
+    "SGLANG_USE_AITER": "1", "AITER_BF16_FP8_MOE_BOUND": "0", "SGLANG_OPT_FP8_WO_A_GEMM": "0",
+    "SGLANG_OPT_DEEPGEMM_HC_PRENORM": "0", "SGLANG_OPT_USE_AITER_INDEXER": "1",
+    "SGLANG_OPT_USE_TOPK_V2": "0", "SGLANG_FP8_PAGED_MQA_LOGITS_TORCH": "1",
+    "SGLANG_OPT_USE_FUSED_PAGED_COMPRESS": "1",
+    "SGLANG_HACK_FLASHMLA_BACKEND": "unified_kv_triton",
+    "SGLANG_OPT_USE_MULTI_STREAM_OVERLAP": "false", "SGLANG_ROCM_USE_MULTI_STREAM": "false",
+    "SGLANG_OPT_USE_FUSED_COMPRESS": "true", "SGLANG_OPT_USE_FUSED_COMPRESS_TRITON": "true",
+    "SGLANG_EAGER_INPUT_NO_COPY": "true", "SGLANG_USE_ROCM700A": "0",
+    "SGLANG_OPT_USE_JIT_INDEXER_METADATA": "false", "SGLANG_OPT_USE_TILELANG_INDEXER": "false",
+    "SGLANG_OPT_USE_TILELANG_MHC_PRE": "false", "SGLANG_OPT_USE_TILELANG_MHC_POST": "false",
+}
 
-# The walkthrough's fused-compress block, verbatim.
-FUSED_COMPRESS_ENV = dict(item.split("=") for item in (
-    "SGLANG_USE_AITER=1 AITER_BF16_FP8_MOE_BOUND=0 SGLANG_OPT_FP8_WO_A_GEMM=0 "
-    "SGLANG_OPT_DEEPGEMM_HC_PRENORM=0 SGLANG_OPT_USE_AITER_INDEXER=1 SGLANG_OPT_USE_TOPK_V2=0 "
-    "SGLANG_FP8_PAGED_MQA_LOGITS_TORCH=1 SGLANG_OPT_USE_FUSED_PAGED_COMPRESS=1 "
-    "SGLANG_HACK_FLASHMLA_BACKEND=unified_kv_triton SGLANG_OPT_USE_MULTI_STREAM_OVERLAP=false "
-    "SGLANG_ROCM_USE_MULTI_STREAM=false SGLANG_OPT_USE_FUSED_COMPRESS=true "
-    "SGLANG_OPT_USE_FUSED_COMPRESS_TRITON=true SGLANG_EAGER_INPUT_NO_COPY=true "
-    "SGLANG_USE_ROCM700A=0 SGLANG_OPT_USE_JIT_INDEXER_METADATA=false "
-    "SGLANG_OPT_USE_TILELANG_INDEXER=false SGLANG_OPT_USE_TILELANG_MHC_PRE=false "
-    "SGLANG_OPT_USE_TILELANG_MHC_POST=false"
-).split())
+
+def loopback_env():
+    """The caller's environment without proxies (all traffic stays on loopback) and
+    without INFERA_* and SGLANG_* settings that would leak into the test."""
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("INFERA_", "SGLANG_")) and name not in PROXY_VARIABLES}
+    env.update({"NO_PROXY": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def simulator_env(dev_root, jit_dir):
+    """The tuned recipe's environment for the wrapper and the simulated engine."""
+    return {
+        **loopback_env(),
+        **FUSED_COMPRESS_ENV,
+        "PYTHONPATH": str(SIM_ROOT),
+        "INFERA_SIM_TIME_SCALE": "0.02",
+        "INFERA_SIM_DEV_ROOT": str(dev_root),
+        "INFERA_SIM_JIT_DIR": str(jit_dir),
+        "HIP_VISIBLE_DEVICES": ",".join(str(gpu) for gpu in range(GPU_COUNT)),
+    }
 
 
 def free_port():
@@ -39,22 +74,31 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def http_json(method, url, body=None, timeout=10):
-    """Return (status, parsed JSON body) for any HTTP status."""
+def http_json(method, url, body=None, timeout=10, headers=None):
+    """Return (status, parsed JSON body or None when empty) for any HTTP status."""
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
+            raw = response.read()
+            status = response.status
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        raw, status = error.read(), error.code
+    return status, json.loads(raw) if raw else None
 
 
-def sse_events(url, body, timeout=30):
+def http_text(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read().decode()
+
+
+def sse_events(url, body, timeout=60, headers=None):
     """POST a streaming request; return (content type, [decoded events], arrival times)."""
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              **(headers or {})})
     events, arrivals = [], []
     with urllib.request.urlopen(request, timeout=timeout) as response:
         content_type = response.headers["Content-Type"]
@@ -69,6 +113,15 @@ def sse_events(url, body, timeout=30):
     return content_type, events, arrivals
 
 
+def streamed_text(events):
+    """The text of an OpenAI completions or chat stream."""
+    text = ""
+    for event in events[:-1]:
+        choice = event["choices"][0] if event["choices"] else {}
+        text += choice.get("text") or choice.get("delta", {}).get("content") or ""
+    return text
+
+
 def wait_until(predicate, timeout, message):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -78,38 +131,56 @@ def wait_until(predicate, timeout, message):
     raise AssertionError(f"timed out after {timeout} s: {message}")
 
 
-class Etcd:
-    def __init__(self, endpoint):
-        self.endpoint = endpoint
-
-    def _call(self, path, body):
-        request = urllib.request.Request(self.endpoint + path, data=json.dumps(body).encode())
-        with urllib.request.urlopen(request, timeout=3) as response:
-            return json.loads(response.read())
-
-    def workers(self):
-        """{key: registration} under infera/workers/."""
-        answer = self._call("/v3/kv/range", {
-            "key": base64.b64encode(b"infera/workers/").decode(),
-            "range_end": base64.b64encode(b"infera/workers0").decode(),
-        })
-        return {base64.b64decode(kv["key"]).decode(): json.loads(base64.b64decode(kv["value"]))
-                for kv in answer.get("kvs", [])}
-
-    def put(self, key, value):
-        self._call("/v3/kv/put", {"key": base64.b64encode(key.encode()).decode(),
-                                  "value": base64.b64encode(value.encode()).decode()})
+def _tagged_pids(tag):
+    """Pids of live processes whose environment carries ``tag``."""
+    needle = f"{TAG_VARIABLE}={tag}".encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if needle in environ.read().split(b"\0"):
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
 
 
-class SimProcess:
-    """One simulator command; its stdout and stderr go to files, read as they grow."""
+def process_gone(pid):
+    """True once ``pid`` has exited (a zombie waiting to be reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
-    def __init__(self, module, args, env, log_dir):
-        self.stdout_path = log_dir / f"{module}-{id(self)}.out"
-        self.stderr_path = log_dir / f"{module}-{id(self)}.err"
+
+def child_pids(pid):
+    children = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    children.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return children
+
+
+class Proc:
+    """One command in its own session (the wrapper kills its own process group when the
+    engine fails, which must not be the test runner's); output goes to files."""
+
+    def __init__(self, argv, env, log_dir, name):
+        self.tag = uuid.uuid4().hex
+        self.stdout_path = log_dir / f"{name}-{self.tag[:8]}.out"
+        self.stderr_path = log_dir / f"{name}-{self.tag[:8]}.err"
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.process = subprocess.Popen([sys.executable, "-m", module, *args],
-                                            env=env, stdout=out, stderr=err)
+            self.process = subprocess.Popen(
+                argv, env={**env, TAG_VARIABLE: self.tag}, stdout=out, stderr=err,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+        self.pid = self.process.pid
 
     @property
     def stdout(self):
@@ -120,74 +191,116 @@ class SimProcess:
         return self.stderr_path.read_text()
 
     def describe(self):
-        return f"--- stdout ---\n{self.stdout[-3000:]}\n--- stderr ---\n{self.stderr[-3000:]}"
+        return f"--- stdout ---\n{self.stdout[-3000:]}\n--- stderr ---\n{self.stderr[-6000:]}"
 
-    def wait_for(self, text, timeout=20):
+    def wait_for(self, text, timeout=30):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if text in self.stdout:
+            if text in self.stderr or text in self.stdout:
                 return
-            if self.process.poll() is not None and text not in self.stdout:
+            if self.process.poll() is not None:
                 raise AssertionError(f"exited {self.process.returncode} before {text!r}\n"
                                      + self.describe())
             time.sleep(0.05)
         raise AssertionError(f"no {text!r} within {timeout} s\n" + self.describe())
 
-    def wait_exit(self, timeout=20):
+    def wait_exit(self, timeout=30):
         try:
             return self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"still running after {timeout} s\n" + self.describe()) from None
 
-    def terminate(self, timeout=10):
+    def terminate(self):
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        return self.wait_exit(timeout)
 
     def kill(self):
+        """SIGKILL this process and every process it started (found by its tag)."""
+        for pid in _tagged_pids(self.tag):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if self.process.poll() is None:
             self.process.kill()
-            self.process.wait()
+        self.process.wait()
+
+
+def python_module(module, args):
+    return [sys.executable, "-m", module, *[str(arg) for arg in args]]
 
 
 def router_args(etcd_endpoint, port, tokenizer_dir):
-    """The walkthrough's router command (section 3)."""
+    """The walkthrough's router command (section 3), on loopback."""
     return ["--host", "127.0.0.1", "--port", port, "--etcd-endpoint", etcd_endpoint,
             "--router-tokenizer-path", tokenizer_dir, "--router-policy", "round-robin",
             "--discovery-backend", "etcd", "--request-transport", "http",
             "--kv-event-transport", "zmq"]
 
 
-def worker_args(model_dir, etcd_endpoint, port, variant="nodp"):
-    """The walkthrough's worker command (section 4), on loopback."""
-    args = ["--model-path", model_dir, "--tp-size", "8", "--trust-remote-code",
-            "--host", "127.0.0.1", "--port", port, "--advertise-host", "127.0.0.1",
-            "--etcd-endpoint", etcd_endpoint, "--discovery-backend", "etcd",
-            "--request-transport", "http", "--kv-event-transport", "zmq",
-            "--attention-backend", "dsv4", "--disable-radix-cache", "--page-size", "256",
-            "--cuda-graph-max-bs", "128", "--swa-full-tokens-ratio", "0.15",
-            "--disable-shared-experts-fusion", "--mem-fraction-static", "0.90"]
-    if variant == "dp":
-        return args + ["--dp", "8", "--enable-dp-attention", "--ep-size", "8",
-                       "--enable-prefill-delayer", "--prefill-delayer-max-delay-ms", "5000",
-                       "--chunked-prefill-size", "65536", "--max-running-requests", "256"]
-    return args + ["--chunked-prefill-size", "8192"]
+def walkthrough_worker_commands():
+    """{"nodp"|"dp": (env, argv)} of the walkthrough's two worker commands (section 4)."""
+    commands = {}
+    for line in WALKTHROUGH.read_text().splitlines():
+        if "python -m infera.engine.sglang" not in line:
+            continue
+        words = shlex.split(line)
+        start = words.index("python")
+        env = dict(word.split("=", 1) for word in words[:start])
+        argv = words[start + 3:]
+        commands["dp" if "--enable-dp-attention" in argv else "nodp"] = (env, argv)
+    assert set(commands) == {"nodp", "dp"}, f"{WALKTHROUGH} no longer has both variants"
+    return commands
 
 
-class Router:
-    def __init__(self, process, url):
-        self.process = process
-        self.url = url
+def substitute(argv, values):
+    """Put test values for $MODEL-style shell variables."""
+    return [re.sub(r"\$(\w+)", lambda match: str(values[match.group(1)]), word)
+            for word in argv]
 
-    def get(self, path):
-        return http_json("GET", self.url + path)
 
-    def post(self, path, body, timeout=30):
-        return http_json("POST", self.url + path, body, timeout)
+def with_values(argv, **overrides):
+    """argv with the value of each ``--flag`` in ``overrides`` replaced."""
+    flags = {f"--{name.replace('_', '-')}": str(value) for name, value in overrides.items()}
+    result = list(argv)
+    for index, word in enumerate(result[:-1]):
+        if word in flags:
+            result[index + 1] = flags[word]
+    return result
 
-    def worker_count(self):
-        return self.get("/v1/workers")[1]["total"]
 
-    def wait_for_workers(self, count, timeout=10):
-        wait_until(lambda: self.worker_count() == count, timeout,
-                   f"router never listed {count} worker(s)\n" + self.process.describe())
+def recipe_argvs(values):
+    """{"nodp"|"dp": argv} of the shipped recipe, its Jinja placeholders filled in."""
+    recipe = yaml.safe_load(RECIPE.read_text())
+
+    def render(value):
+        text = str(value)
+        return re.sub(r"\{\{\s*(\w+)[^}]*\}\}", lambda match: str(values[match.group(1)]), text)
+
+    def flags(mapping):
+        argv = []
+        for flag, value in mapping.items():
+            argv += [flag] if value is None else [flag, render(value)]
+        return argv
+
+    return {name: flags(recipe["args"]) + flags(variant["args"])
+            for name, variant in recipe["variants"].items()}
+
+
+def wrapper_args(variant, model_dir, etcd, port, extra=()):
+    """The walkthrough's worker command for ``variant``, on loopback ports; the KV plane
+    binds loopback too. Returns (the command's own environment, argv)."""
+    env, argv = walkthrough_worker_commands()[variant]
+    argv = substitute(argv, {"MODEL": model_dir, "HOST": "127.0.0.1", "ETCD": etcd})
+    argv = with_values(argv, host="127.0.0.1", port=port)
+    argv += ["--kv-events-bind", f"tcp://127.0.0.1:{free_port()}",
+             "--kv-snapshot-host", "127.0.0.1", "--kv-snapshot-port", str(free_port())]
+    return env, argv + [str(arg) for arg in extra]
+
+
+def engine_args(variant, model_dir, port, extra=()):
+    """What Infera's wrapper spawns ``sglang.launch_server`` with for ``variant``."""
+    from infera.engine.sglang.args import parse_sglang_args
+
+    _env, argv = wrapper_args(variant, model_dir, "127.0.0.1:2379", port)
+    return parse_sglang_args(argv).sglang_argv + ["--enable-metrics"] + [str(a) for a in extra]

@@ -1,61 +1,100 @@
-"""INFERA_SIM_FAULT: each fault prints the real stack's message and ends as it would."""
+"""INFERA_SIM_FAULT: each fault prints the real stack's lines and ends as the README says.
+
+The start-up faults run under Infera's real wrapper, which must give up before it
+registers; the serving faults run on the engine alone, as the wrapper spawns it.
+"""
 
 import re
+import signal
 import time
 
-from sim_harness import READY_LINE, http_json
+import pytest
+
+from sim_harness import (READY_LINE, engine_args, free_port, http_json, wait_until,
+                         wrapper_args)
 
 SIGQUIT = "Received sigquit from a child process. It usually means the child failed."
+STARTUP_FAULTS = {
+    "crash_weight_load": (1, [
+        "Scheduler hit an exception: Traceback (most recent call last):",
+        "safetensors_rust.SafetensorError: Error while deserializing header",
+        SIGQUIT,
+    ]),
+    "oom_graph_capture": (1, [
+        "Capture cuda graph failed: out of memory",
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate",
+        SIGQUIT,
+    ]),
+    "memory_access_fault": (134, [
+        "Memory access fault by GPU node-2 (Agent handle: 0x",
+        "Reason: Page not present or supervisor privilege.",
+    ]),
+}
 
 
-def test_crash_during_weight_load(start_worker):
-    worker, _url = start_worker(env={"INFERA_SIM_FAULT": "crash_weight_load"})
-    assert worker.wait_exit() == 1
-    log = worker.stdout
-    assert "Scheduler hit an exception: Traceback (most recent call last):" in log
-    assert "safetensors_rust.SafetensorError" in log
+def start_wrapper(launch, sim_env, model_dir, etcd, fault, extra=()):
+    command_env, argv = wrapper_args("nodp", model_dir, etcd, free_port(),
+                                     ["--drain-timeout", "0", *extra])
+    env = {**sim_env, **command_env, "INFERA_SIM_FAULT": fault}
+    return launch("infera.engine.sglang", argv, env)
+
+
+def start_engine(launch, sim_env, model_dir, fault, **env):
+    port = free_port()
+    engine = launch("sglang.launch_server", engine_args("nodp", model_dir, port),
+                    {**sim_env, "INFERA_SIM_FAULT": fault, **env})
+    return engine, f"http://127.0.0.1:{port}"
+
+
+@pytest.mark.parametrize("fault", list(STARTUP_FAULTS))
+def test_startup_fault_stops_the_wrapper_before_it_registers(launch, sim_env, model_dir,
+                                                            etcd, router, fault):
+    status, lines = STARTUP_FAULTS[fault]
+    wrapper = start_wrapper(launch, sim_env, model_dir, etcd, fault)
+    # The wrapper tears down its own process group: it dies of its own SIGTERM.
+    assert wrapper.wait_exit(30) == -signal.SIGTERM
+    log = wrapper.stderr
+    for line in lines:
+        assert line in log, wrapper.describe()
+    assert f"sglang subprocess exited with code {status} before reporting ready" in log
+    assert READY_LINE not in log and "registered with etcd" not in log
+    assert router.workers() == []
+
+
+def test_engine_that_dies_after_ready_is_deregistered(launch, sim_env, model_dir, etcd,
+                                                     router):
+    wrapper = start_wrapper(launch, {**sim_env, "INFERA_SIM_FAULT_AFTER": "1"}, model_dir,
+                            etcd, "exit_after_ready", ["--kv-events", "off"])
+    router.wait_for_workers(1, timeout=30)
+    router.wait_for_workers(0, timeout=15)
+    assert wrapper.wait_exit(30) == 0
+    log = wrapper.stderr
     assert SIGQUIT in log
-    assert "Load weight end" not in log
-
-
-def test_oom_during_graph_capture(start_worker):
-    worker, _url = start_worker(env={"INFERA_SIM_FAULT": "oom_graph_capture"})
-    assert worker.wait_exit() == 1
-    log = worker.stdout
-    assert "Capture cuda graph failed: out of memory" in log
-    assert "torch.OutOfMemoryError: HIP out of memory. Tried to allocate" in log
-    assert "Capturing batches" in log and "Capture cuda graph end" not in log
-
-
-def test_memory_access_fault_aborts(start_worker):
-    worker, _url = start_worker(env={"INFERA_SIM_FAULT": "memory_access_fault"})
-    assert worker.wait_exit() == 134
-    assert re.search(r"Memory access fault by GPU node-2 \(Agent handle: 0x[0-9a-f]+\) on "
-                     r"address 0x[0-9a-f]+\. Reason: Page not present or supervisor "
-                     r"privilege\.", worker.stdout)
-    assert READY_LINE not in worker.stdout
+    assert "engine subprocess exited (code=1); deregistering worker and shutting down" in log
+    assert re.search(r"deregistered worker 127\.0\.0\.1:\d+ \(lease \d+ revoked\)", log)
 
 
 def jit_size(directory):
     return sum(path.stat().st_size for path in directory.iterdir())
 
 
-def test_hang_stops_all_progress(start_worker, tmp_path):
-    worker, _url = start_worker(env={"INFERA_SIM_FAULT": "hang"})
-    worker.wait_for("Capturing batches")
+def test_hang_stops_all_progress(launch, sim_env, model_dir, tmp_path):
+    engine, url = start_engine(launch, sim_env, model_dir, "hang")
+    engine.wait_for("Capturing batches")
     time.sleep(1.5)  # far longer than the rest of the capture would take
-    log, size = worker.stdout, jit_size(tmp_path / "jit")
+    log, size = engine.stderr, jit_size(tmp_path / "jit")
     time.sleep(1.0)
-    assert worker.process.poll() is None
-    assert worker.stdout == log and jit_size(tmp_path / "jit") == size
+    assert engine.process.poll() is None
+    assert engine.stderr == log and jit_size(tmp_path / "jit") == size
     assert "Capture cuda graph end" not in log
-    assert worker.terminate() == 0
+    engine.terminate()
+    assert engine.wait_exit() == 0
 
 
-def test_slow_responses_delay_first_token(start_worker, model_dir):
-    worker, url = start_worker(env={"INFERA_SIM_FAULT": "slow_responses",
-                                    "INFERA_SIM_FAULT_DELAY": "1.0"})
-    worker.wait_for(READY_LINE)
+def test_slow_responses_delay_the_first_token(launch, sim_env, model_dir):
+    engine, url = start_engine(launch, sim_env, model_dir, "slow_responses",
+                               INFERA_SIM_FAULT_DELAY="1.0")
+    engine.wait_for(READY_LINE)
     started = time.monotonic()
     status, body = http_json("POST", url + "/v1/completions",
                              {"model": str(model_dir), "prompt": "hi", "max_tokens": 2})
@@ -63,13 +102,26 @@ def test_slow_responses_delay_first_token(start_worker, model_dir):
     assert time.monotonic() - started >= 1.0
 
 
-def test_fail_responses_give_500_and_router_502(router, start_worker, model_dir):
-    worker, url = start_worker(env={"INFERA_SIM_FAULT": "fail_responses"})
-    worker.wait_for(READY_LINE)
-    request = {"model": str(model_dir), "prompt": "hi", "max_tokens": 2}
-    status, body = http_json("POST", url + "/v1/completions", request)
-    assert status == 500 and body["error"]["type"] == "internal_error"
-    router.wait_for_workers(1)
-    status, body = router.post("/v1/completions", request)
-    assert status == 502
-    assert body["error"]["type"] == "bad_gateway" and "HTTP 500" in body["error"]["message"]
+def test_fail_responses_answer_500(launch, sim_env, model_dir):
+    engine, url = start_engine(launch, sim_env, model_dir, "fail_responses")
+    engine.wait_for(READY_LINE)
+    for path, body in (("/v1/completions", {"prompt": "hi"}), ("/generate", {"text": "hi"})):
+        status, answer = http_json("POST", url + path, {"model": str(model_dir), **body})
+        assert status == 500 and answer["error"]["type"] == "internal_error"
+    assert http_json("GET", url + "/health")[0] == 200
+
+
+def test_unknown_fault_is_refused(launch, sim_env, model_dir):
+    engine, _url = start_engine(launch, sim_env, model_dir, "meteor_strike")
+    assert engine.wait_exit() == 1
+    assert "INFERA_SIM_FAULT='meteor_strike' is not a known fault" in engine.stderr
+
+
+def test_sigterm_during_cold_start_exits_cleanly(launch, sim_env, model_dir):
+    engine, _url = start_engine(launch, {**sim_env, "INFERA_SIM_TIME_SCALE": "1"},
+                                model_dir, "")
+    engine.wait_for("Load weight begin")
+    engine.terminate()
+    assert engine.wait_exit() == 0
+    wait_until(lambda: "Received a termination signal during start-up" in engine.stderr, 5,
+               "no start-up termination line")

@@ -5,10 +5,9 @@ import time
 
 import pytest
 
-from sim_harness import READY_LINE, sse_events
-from infera._sim.recipe import (FUSED_COMPRESS_ENV, capture_batch_sizes,
-                                fused_compress_missing)
-from infera._sim.throughput import rate_per_gpu, recipe_rate_per_gpu
+from sglang_sim.recipe import FUSED_COMPRESS_ENV, capture_batch_sizes, fused_compress_missing
+from sglang_sim.throughput import rate_per_gpu, recipe_rate_per_gpu
+from sim_harness import READY_LINE, engine_args, free_port, sse_events
 
 LOW = (1, 8, 16, 32, 64, 100, 128)
 HIGH = (256, 384, 512, 1024)
@@ -70,29 +69,34 @@ def test_capture_list_follows_sglang():
     assert capture_batch_sizes([8, 1, 8], 128) == [1, 8]
 
 
-def stream_tokens(url, model, max_tokens, results):
+def stream_tokens(url, max_tokens, results):
     _content_type, events, arrivals = sse_events(url + "/v1/completions", {
-        "model": model, "prompt": "measure the rate", "max_tokens": max_tokens,
-        "stream": True, "ignore_eos": True, "temperature": 0})
+        "prompt": "measure the rate", "max_tokens": max_tokens, "stream": True,
+        "ignore_eos": True, "temperature": 0})
     results.append((events[-2]["usage"]["completion_tokens"], arrivals[0], arrivals[-1]))
 
 
-def test_measured_stream_rate_follows_model(router, start_worker, model_dir):
-    worker, _url = start_worker()
-    worker.wait_for(READY_LINE)
-    router.wait_for_workers(1)
+def start_engine(launch, env, model_dir):
+    port = free_port()
+    engine = launch("sglang.launch_server",
+                    engine_args("nodp", model_dir, port, ["--disable-cuda-graph"]), env)
+    engine.wait_for(READY_LINE)
+    return f"http://127.0.0.1:{port}"
+
+
+def test_measured_stream_rate_follows_model(launch, sim_env, model_dir):
+    url = start_engine(launch, sim_env, model_dir)
 
     # One request alone: 11 tok/s/GPU x 8 GPUs = 88 tok/s.
     single = []
-    stream_tokens(router.url, str(model_dir), 120, single)
+    stream_tokens(url, 120, single)
     tokens, first, last = single[0]
     assert 0.7 * 88 <= (tokens - 1) / (last - first) <= 1.3 * 88
 
     # Eight at once share 85 tok/s/GPU x 8 = 680 tok/s.
     results = []
     started = time.monotonic()
-    threads = [threading.Thread(target=stream_tokens,
-                                args=(router.url, str(model_dir), 120, results))
+    threads = [threading.Thread(target=stream_tokens, args=(url, 120, results))
                for _request in range(8)]
     for thread in threads:
         thread.start()
@@ -101,3 +105,13 @@ def test_measured_stream_rate_follows_model(router, start_worker, model_dir):
     assert len(results) == 8
     aggregate = sum(tokens for tokens, _first, _last in results) / (time.monotonic() - started)
     assert 0.6 * 680 <= aggregate <= 1.2 * 680
+
+
+def test_missing_lever_halves_a_measured_stream(launch, sim_env, model_dir):
+    """The lever comes from the real variable: one fused-compress value wrong -> ~0.5x."""
+    url = start_engine(launch, {**sim_env, "SGLANG_OPT_USE_FUSED_COMPRESS": "false"},
+                       model_dir)
+    single = []
+    stream_tokens(url, 60, single)
+    tokens, first, last = single[0]
+    assert 0.7 * 44 <= (tokens - 1) / (last - first) <= 1.3 * 44

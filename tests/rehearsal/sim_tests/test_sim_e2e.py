@@ -1,0 +1,157 @@
+"""The walkthrough end to end with the real parts: etcd, Infera's router
+(``python -m infera.server``) and Infera's worker wrapper (``python -m
+infera.engine.sglang``, nodp flags) over the simulated engine.
+
+One worker serves the whole module; the SIGTERM test, last in the file, stops it.
+"""
+
+import re
+import threading
+import time
+
+import pytest
+
+from sim_harness import (READY_LINE, Proc, child_pids, free_port, http_json, http_text,
+                         process_gone, python_module, simulator_env, sse_events,
+                         streamed_text, wait_until, wrapper_args)
+
+CAPTURE_LINE = re.compile(r"Capturing batches \(bs=(\d+) avail_mem=[\d.]+GB\): (\d+)/(\d+)")
+
+
+class Worker:
+    def __init__(self, process, port):
+        self.process = process
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.worker_id = f"127.0.0.1:{port}"
+
+    def engine_pids(self):
+        return child_pids(self.process.pid)
+
+    def inflight(self):
+        from infera.common.engine_metrics import inflight_from_metrics
+        from infera.common.worker_pool import EngineType
+
+        return inflight_from_metrics(http_text(self.url + "/metrics"), EngineType.SGLANG)
+
+
+@pytest.fixture(scope="module")
+def worker(etcd, router, model_dir, dev_root, tmp_path_factory):
+    log_dir = tmp_path_factory.mktemp("worker")
+    port = free_port()
+    command_env, argv = wrapper_args("nodp", model_dir, etcd, port)
+    process = Proc(python_module("infera.engine.sglang", argv),
+                   {**simulator_env(dev_root, log_dir / "jit"), **command_env},
+                   log_dir, "wrapper")
+    try:
+        router.wait_for_workers(1, timeout=60)
+        yield Worker(process, port)
+    finally:
+        process.kill()
+
+
+def chat(model_dir, content, **extra):
+    return {"model": str(model_dir), "messages": [{"role": "user", "content": content}],
+            **extra}
+
+
+def test_engine_log_shows_cold_start_then_ready(worker):
+    log = worker.process.stderr
+    milestones = [
+        "[simulated] throughput model: variant=nodp, levers: attention_backend=ok, "
+        "fused_compress=ok",
+        "Load weight begin. avail mem=",
+        "Load weight end. type=DeepseekV4ForCausalLM, dtype=torch.bfloat16, avail mem=",
+        "KV Cache is allocated. #tokens: ",
+        "Capture cuda graph begin. This can take up to several minutes. avail mem=",
+        "Capture cuda graph end. Time elapsed: ",
+        READY_LINE,
+        f"registered with etcd as worker {worker.worker_id}",
+    ]
+    positions = [log.index(milestone) for milestone in milestones]
+    assert positions == sorted(positions)
+    sizes = [1, 2, 4, 8] + list(range(16, 129, 8))
+    captures = [tuple(map(int, match)) for match in CAPTURE_LINE.findall(log)]
+    # SGLang captures the largest batch size first; the walkthrough caps it at 128.
+    assert captures == [(bs, done, len(sizes))
+                        for done, bs in enumerate(reversed(sizes), start=1)]
+    assert "dtype: fp8_e4m3" in log
+
+
+def test_router_lists_the_worker(worker, router):
+    workers = router.workers()
+    assert [(entry["worker_id"], entry["url"]) for entry in workers] == [
+        (worker.worker_id, worker.url)]
+    assert workers[0]["engine"] == "sglang" and workers[0]["kv_block_size"] == 256
+    assert router.get("/health") == (200, {"status": "ok", "active_workers": 1})
+
+
+def test_chat_through_router_answers(worker, router, model_dir):
+    """The walkthrough's verify request, and its streamed form."""
+    status, body = router.post("/v1/chat/completions",
+                               chat(model_dir, "1+1=?", max_tokens=32, temperature=0))
+    assert status == 200, body
+    assert "2" in body["choices"][0]["message"]["content"]
+    assert body["usage"]["completion_tokens"] > 0
+    _type, events, _arrivals = sse_events(router.url + "/v1/chat/completions",
+                                          chat(model_dir, "1+1=?", stream=True))
+    assert events[-1] == "[DONE]" and "2" in streamed_text(events)
+
+
+def test_bench_style_stream_retokenizes_to_reported_count(worker, router, model_dir,
+                                                         tokenizer):
+    """What sglang.bench_serving --backend sglang-oai sends; it re-encodes the text."""
+    _type, events, _arrivals = sse_events(router.url + "/v1/completions", {
+        "model": str(model_dir), "prompt": "the model serves tokens " * 50,
+        "temperature": 0.0, "best_of": 1, "max_tokens": 300, "stream": True,
+        "ignore_eos": True})
+    reported = events[-2]["usage"]["completion_tokens"]
+    retokenized = len(tokenizer.encode(streamed_text(events), add_special_tokens=False).ids)
+    assert reported == 300
+    assert abs(retokenized - reported) <= 0.1 * reported
+
+
+def test_metrics_give_infera_the_inflight_count(worker, model_dir):
+    assert worker.inflight() == 0
+    finished = threading.Event()
+
+    def long_request():
+        http_json("POST", worker.url + "/v1/completions",
+                  {"model": str(model_dir), "prompt": "hi", "max_tokens": 150,
+                   "ignore_eos": True}, timeout=30)
+        finished.set()
+
+    threading.Thread(target=long_request, daemon=True).start()
+    wait_until(lambda: worker.inflight() > 0 or finished.is_set(), 5,
+               "the engine's /metrics never counted the request in flight")
+    assert not finished.is_set()
+    assert finished.wait(30)
+    assert worker.inflight() == 0
+
+
+def test_sigterm_deregisters_drains_and_stops(worker, router, model_dir):
+    """Last: SIGTERM to the wrapper revokes its lease first, lets the request in flight
+    finish (Infera's drain reads the engine's /metrics), then stops the engine."""
+    engines = worker.engine_pids()
+    assert len(engines) == 1
+    results = []
+    request = threading.Thread(target=lambda: results.append(sse_events(
+        worker.url + "/v1/completions",
+        {"model": str(model_dir), "prompt": "hi", "max_tokens": 200, "stream": True,
+         "ignore_eos": True})))
+    request.start()
+    wait_until(lambda: worker.inflight() > 0, 5, "the request never reached the engine")
+    signalled = time.monotonic()
+    worker.process.terminate()
+    router.wait_for_workers(0, timeout=5)
+    request.join(30)
+    _type, events, arrivals = results[0]
+    assert events[-2]["usage"]["completion_tokens"] == 200
+    assert arrivals[-1] > signalled
+    worker.process.wait_exit(45)
+    wait_until(lambda: process_gone(engines[0]), 10, "the engine outlived the wrapper")
+    log = worker.process.stderr
+    assert re.search(rf"deregistered worker {worker.worker_id} \(lease \d+ revoked\)", log)
+    assert "drain: engine idle for" in log
+    assert log.index("deregistered worker") < log.index("drain: engine idle for")
+    assert router.get("/health") == (200, {"status": "ok", "active_workers": 0})

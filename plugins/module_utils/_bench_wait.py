@@ -47,8 +47,6 @@ ARGUMENT_SPEC = dict(
 # SGLang's /health sends a one-token generation through the scheduler and gives up after 20 s
 # (SGLANG_HEALTH_CHECK_TIMEOUT), so a loaded but live engine can take that long to answer.
 HEALTH_TIMEOUT = 30.0
-# The wrapper may create the exit file a moment before the code is in it.
-_EXIT_CODE_GRACE = 2.0
 # A client whose requests all failed because the engine died often exits before the
 # engine's exit marker is written: give the marker this long before blaming the client.
 _ENGINE_EXIT_GRACE = 1.5
@@ -122,16 +120,6 @@ def default_engine_log(engine_exit_file):
 
 
 # ---------------------------------------------------------------- files
-
-def read_exit_code(path):
-    """Return the int in an exit file, or None when it is missing or holds no code (yet)."""
-    try:
-        with open(path, 'r', errors='replace') as handle:
-            text = handle.read(100).strip()
-    except OSError:
-        return None
-    return int(text) if re.match(r'^-?\d+$', text) else None
-
 
 def count_lines(path):
     """Non-blank lines in path (one jsonl record each); 0 when there is no such file."""
@@ -298,7 +286,7 @@ class BenchPointWait:
         while True:
             # The bench exit file first: a point that finished counts even if the engine died just after.
             if os.path.exists(options.exit_file):
-                code = self._exit_code()
+                code = _procs.wait_for_exit_code(options.exit_file)
                 engine_code = self._engine_exit_within(_ENGINE_EXIT_GRACE) if code != 0 else False
                 if engine_code is not False:
                     return 'engine_exited', engine_code
@@ -311,14 +299,6 @@ class BenchPointWait:
             if time.time() - self.started_at >= options.deadline:
                 return 'deadline', None
             time.sleep(options.poll_interval)
-
-    def _exit_code(self):
-        give_up_at = time.time() + _EXIT_CODE_GRACE
-        code = read_exit_code(self.options.exit_file)
-        while code is None and time.time() < give_up_at:
-            time.sleep(0.1)
-            code = read_exit_code(self.options.exit_file)
-        return code
 
     def _engine_exit_within(self, grace):
         give_up_at = time.time() + grace
@@ -333,7 +313,7 @@ class BenchPointWait:
         path = self.options.engine_exit_file
         if not path or not os.path.exists(path):
             return False
-        return read_exit_code(path)
+        return _procs.wait_for_exit_code(path)
 
     def _finish(self, kind, detail):
         options = self.options

@@ -8,6 +8,11 @@
 from __future__ import annotations
 
 import os
+import re
+import time
+
+# The launch wrappers write `echo $? >FILE`: the shell creates the file a moment before the code is in it.
+EXIT_CODE_GRACE = 2.0
 
 
 def _stat_fields(pid):
@@ -39,3 +44,23 @@ def pid_alive(pid):
     except PermissionError:
         return True
     return True
+
+
+def read_exit_code(path):
+    """Return the int in an exit file, or None when it is missing or holds no code (yet)."""
+    try:
+        with open(path, 'r', errors='replace') as handle:
+            text = handle.read(100).strip()
+    except OSError:
+        return None
+    return int(text) if re.match(r'^-?\d+$', text) else None
+
+
+def wait_for_exit_code(path, grace=EXIT_CODE_GRACE):
+    """The code in an exit file that has appeared, waiting up to grace seconds for it; None if none comes."""
+    give_up_at = time.time() + grace
+    code = read_exit_code(path)
+    while code is None and time.time() < give_up_at:
+        time.sleep(0.1)
+        code = read_exit_code(path)
+    return code

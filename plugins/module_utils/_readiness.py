@@ -199,12 +199,7 @@ def listed_workers(url, timeout=_HEALTH_TIMEOUT):
 def _process_exit(exit_file, pid_file):
     """Return None while the engine may be running, else {'code': int or None, 'how': text}."""
     if exit_file and os.path.exists(exit_file):
-        try:
-            with open(exit_file, 'r', errors='replace') as handle:
-                text = handle.read(100).strip()
-        except OSError:
-            text = ''
-        code = int(text) if re.match(r'^-?\d+$', text) else None
+        code = _procs.wait_for_exit_code(exit_file)
         detail = 'code %d' % code if code is not None else 'no code in it'
         return {'code': code, 'how': 'exit file %s appeared (%s)' % (exit_file, detail)}
     if pid_file:

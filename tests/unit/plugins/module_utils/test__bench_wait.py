@@ -21,10 +21,10 @@ from ansible_collections.infera.serving.plugins.module_utils._bench_wait import 
     default_engine_log,
     find_processes,
     log_tail,
-    read_exit_code,
     stop_processes,
     wait_for_point,
 )
+from ansible_collections.infera.serving.plugins.module_utils._procs import read_exit_code
 
 from .health_server import HealthServer
 
@@ -166,6 +166,15 @@ def test_client_failing_because_the_engine_died_blames_the_engine(point):
     assert message.splitlines()[0].startswith('worker died during point c64 on node3')
     assert details['cause'] == 'the engine exit file %s appeared (code 137)' % point.engine_exit
     assert details['aborted'] is True
+
+
+def test_engine_exit_code_written_just_after_its_file_appears_counts(point):
+    # The wrapper's `echo $? >FILE` creates the file a moment before the code is in it.
+    with open(point.engine_exit, 'w'):
+        pass
+    later(0.3, point.engine_exit, '137\n')
+    _message, details = failure(point.params())
+    assert details['cause'] == 'the engine exit file %s appeared (code 137)' % point.engine_exit
 
 
 def test_client_exit_code_fails_with_the_log_tail(point):

@@ -300,6 +300,16 @@ def test_exit_file_fails_fast_with_code_and_hint(node):
     assert 'SIGKILL' in message
 
 
+def test_exit_code_written_just_after_the_exit_file_appears_counts(node):
+    # The wrapper's `echo $? >FILE` creates the file a moment before the code is in it.
+    node.write(LAUNCH[0] + '\n')
+    with open(node.exit_file, 'w'):
+        pass
+    threading.Timer(0.3, lambda: open(node.exit_file, 'w').write('137\n')).start()
+    _message, details = failure(node.params())
+    assert details['exit_code'] == 137
+
+
 def test_fatal_line_written_just_before_exit_is_the_cause(node):
     node.write(LAUNCH[1] + '\n' + FATAL_LINES['OutOfMemoryError'] + '\n')
     with open(node.exit_file, 'w') as handle:

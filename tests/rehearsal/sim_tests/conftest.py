@@ -5,7 +5,6 @@ etcd (Debian's etcd-server) and Infera must be installed; the tests fail, never 
 without them. Every process gets free loopback ports and its own temporary directories.
 """
 
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from sim_harness import (GPU_COUNT, MAKE_MODEL, SIM_ROOT, Proc, free_port, http_
 
 # The unit tests import the simulator's modules, and Infera imports its ``sglang``.
 sys.path.insert(0, str(SIM_ROOT))
+
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
@@ -78,7 +78,7 @@ def etcd(tmp_path_factory):
                     "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
                     "--initial-cluster", f"default={peer_url}",
                     "--heartbeat-interval", "10", "--election-timeout", "100"],
-                   dict(os.environ), data_dir, "etcd")
+                   loopback_env(), data_dir, "etcd")
     try:
         wait_until(lambda: _answers(f"{client_url}/health"), 15, "etcd did not start")
         yield client_url

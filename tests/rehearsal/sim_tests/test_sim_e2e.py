@@ -98,8 +98,7 @@ def test_chat_through_router_answers(worker, router, model_dir):
     assert events[-1] == "[DONE]" and "2" in streamed_text(events)
 
 
-def test_bench_style_stream_retokenizes_to_reported_count(worker, router, model_dir,
-                                                         tokenizer):
+def test_bench_stream_retokenizes_to_reported_count(worker, router, model_dir, tokenizer):
     """What sglang.bench_serving --backend sglang-oai sends; it re-encodes the text."""
     _type, events, _arrivals = sse_events(router.url + "/v1/completions", {
         "model": str(model_dir), "prompt": "the model serves tokens " * 50,

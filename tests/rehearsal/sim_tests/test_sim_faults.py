@@ -47,8 +47,8 @@ def start_engine(launch, sim_env, model_dir, fault, **env):
 
 
 @pytest.mark.parametrize("fault", list(STARTUP_FAULTS))
-def test_startup_fault_stops_the_wrapper_before_it_registers(launch, sim_env, model_dir,
-                                                            etcd, router, fault):
+def test_startup_fault_stops_wrapper_before_registering(launch, sim_env, model_dir, etcd,
+                                                        router, fault):
     status, lines = STARTUP_FAULTS[fault]
     wrapper = start_wrapper(launch, sim_env, model_dir, etcd, fault)
     # The wrapper tears down its own process group: it dies of its own SIGTERM.
@@ -61,8 +61,7 @@ def test_startup_fault_stops_the_wrapper_before_it_registers(launch, sim_env, mo
     assert router.workers() == []
 
 
-def test_engine_that_dies_after_ready_is_deregistered(launch, sim_env, model_dir, etcd,
-                                                     router):
+def test_engine_dying_after_ready_is_deregistered(launch, sim_env, model_dir, etcd, router):
     wrapper = start_wrapper(launch, {**sim_env, "INFERA_SIM_FAULT_AFTER": "1"}, model_dir,
                             etcd, "exit_after_ready", ["--kv-events", "off"])
     router.wait_for_workers(1, timeout=30)

@@ -40,9 +40,8 @@ _deprecation_logger = logging.getLogger("sglang.srt.arg_groups.argparse_actions"
 
 def _warn_deprecated(option_string, new_flag):
     _deprecation_logger.warning(
-        f"\033[1;33m'{option_string}' is deprecated and will be removed in a future "
-        f"release. Use '{new_flag}' instead.\033[0m"
-    )
+        "\033[1;33m'%s' is deprecated and will be removed in a future release. "
+        "Use '%s' instead.\033[0m", option_string, new_flag)
 
 
 class DeprecatedAliasStoreAction(argparse.Action):

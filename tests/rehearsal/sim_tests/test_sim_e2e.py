@@ -2,7 +2,8 @@
 (``python -m infera.server``) and Infera's worker wrapper (``python -m
 infera.engine.sglang``, nodp flags) over the simulated engine.
 
-One worker serves the whole module; the SIGTERM test, last in the file, stops it.
+One nodp worker serves the module until the SIGTERM test stops it; the dp variant's
+test, after it, has the router to itself. Tests run in file order.
 """
 
 import re
@@ -154,3 +155,26 @@ def test_sigterm_deregisters_drains_and_stops(worker, router, model_dir):
     assert "drain: engine idle for" in log
     assert log.index("deregistered worker") < log.index("drain: engine idle for")
     assert router.get("/health") == (200, {"status": "ok", "active_workers": 0})
+
+
+def test_walkthrough_dp_variant_serves_through_router(etcd, router, model_dir, dev_root,
+                                                      tmp_path):
+    """After the nodp worker is gone: the dp command as written (`--dp 8`, SGLang's
+    --dp-size by prefix) registers one endpoint fronting 8 DP ranks and serves."""
+    command_env, argv = wrapper_args("dp", model_dir, etcd, free_port(),
+                                     ["--drain-timeout", "0"])
+    wrapper = Proc(python_module("infera.engine.sglang", argv),
+                   {**simulator_env(dev_root, tmp_path / "jit"), **command_env},
+                   tmp_path, "wrapper-dp")
+    try:
+        router.wait_for_workers(1, timeout=60)
+        assert router.workers()[0]["dp_size"] == 8
+        assert "dp_gatherv=ok" in wrapper.stderr and " DP0 TP0] " in wrapper.stderr
+        status, body = router.post("/v1/chat/completions",
+                                   chat(model_dir, "1+1=?", max_tokens=32, temperature=0))
+        assert status == 200 and "2" in body["choices"][0]["message"]["content"]
+        wrapper.terminate()
+        router.wait_for_workers(0, timeout=10)
+        wrapper.wait_exit(30)
+    finally:
+        wrapper.kill()

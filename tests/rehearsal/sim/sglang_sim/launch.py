@@ -10,7 +10,6 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
 
 from . import faults
 from .checks import StartupError, check_startup, gpu_count
@@ -26,12 +25,13 @@ from .settings import SettingsError, load_settings
 from .tokens import TokenPlanner, load_tokenizer
 
 READY_LINE = "The server is fired up and ready to roll!"
+DEEPSEEK_V4 = "DeepseekV4ForCausalLM"
 STATS_INTERVAL_SECONDS = 10.0
 WARMUP_SECONDS = 2.0
 SIMULATED_VERSION = "0.5.15 (simulated)"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ModelFacts:
     config: dict
     architecture: str
@@ -40,13 +40,14 @@ class ModelFacts:
 
 def model_facts(config, args, log):
     """The architecture and the KV-cache dtype SGLang resolves for this model."""
-    architecture = (config.get("architectures") or ["DeepseekV4ForCausalLM"])[0]
+    architecture = (config.get("architectures") or [DEEPSEEK_V4])[0]
     kv_cache_dtype = args.kv_cache_dtype
-    if kv_cache_dtype == "auto":
-        # SGLang's DeepSeek-V4 hook defaults the KV cache to fp8; others keep bf16.
-        kv_cache_dtype = "fp8_e4m3" if architecture == "DeepseekV4ForCausalLM" else "bfloat16"
-        if architecture == "DeepseekV4ForCausalLM":
-            log.main(f"Setting KV cache dtype to {kv_cache_dtype} for {architecture}.")
+    # SGLang's DeepSeek-V4 hook resolves "auto" to fp8; other models keep their bf16.
+    if kv_cache_dtype == "auto" and architecture == DEEPSEEK_V4:
+        kv_cache_dtype = "fp8_e4m3"
+        log.main(f"Setting KV cache dtype to {kv_cache_dtype} for {architecture}.")
+    elif kv_cache_dtype == "auto":
+        kv_cache_dtype = "bfloat16"
     return ModelFacts(config, architecture, kv_cache_dtype)
 
 

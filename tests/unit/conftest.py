@@ -7,12 +7,13 @@ The collection root is the repository root, so a symlink under the ignored .buil
 
 from __future__ import annotations
 
-import copy
 import os
 import sys
 from pathlib import Path
 
+import jinja2
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO / '.build' / 'collections'
@@ -35,68 +36,45 @@ def _link_collection():
 
 _link_collection()
 
-# The walkthrough's tuned DeepSeek-V4-Pro recipe on 8xMI355X, as the role keeps it (trimmed to the engine flags).
-FUSED_COMPRESS_ENV = {
-    'SGLANG_USE_AITER': '1',
-    'AITER_BF16_FP8_MOE_BOUND': '0',
-    'SGLANG_OPT_FP8_WO_A_GEMM': '0',
-    'SGLANG_OPT_DEEPGEMM_HC_PRENORM': '0',
-    'SGLANG_OPT_USE_AITER_INDEXER': '1',
-    'SGLANG_OPT_USE_TOPK_V2': '0',
-    'SGLANG_FP8_PAGED_MQA_LOGITS_TORCH': '1',
-    'SGLANG_OPT_USE_FUSED_PAGED_COMPRESS': '1',
-    'SGLANG_HACK_FLASHMLA_BACKEND': 'unified_kv_triton',
-    'SGLANG_OPT_USE_MULTI_STREAM_OVERLAP': 'false',
-    'SGLANG_ROCM_USE_MULTI_STREAM': 'false',
-    'SGLANG_OPT_USE_FUSED_COMPRESS': 'true',
-    'SGLANG_OPT_USE_FUSED_COMPRESS_TRITON': 'true',
-    'SGLANG_EAGER_INPUT_NO_COPY': 'true',
-    'SGLANG_USE_ROCM700A': '0',
-    'SGLANG_OPT_USE_JIT_INDEXER_METADATA': 'false',
-    'SGLANG_OPT_USE_TILELANG_INDEXER': 'false',
-    'SGLANG_OPT_USE_TILELANG_MHC_PRE': 'false',
-    'SGLANG_OPT_USE_TILELANG_MHC_POST': 'false',
+RECIPE_FILE = REPO / 'roles' / 'sglang_worker' / 'recipes' / 'dsv4-pro-mi355x-mixed.yml'
+ROLE_DEFAULTS = REPO / 'roles' / 'sglang_worker' / 'defaults' / 'main.yml'
+# What an inventory must set for a real node; the role's defaults give the rest (TP size, host, port).
+SITE_VALUES = {
+    'sglang_worker_model_path': '/data/hf-cache/DeepSeek-V4-Pro',
+    'sglang_worker_advertise_host': '10.0.0.5',
+    'sglang_worker_etcd_endpoint': 'http://10.0.0.1:2379',
 }
 
-RECIPE = {
-    'name': 'dsv4-pro-mi355x-mixed',
-    'env': FUSED_COMPRESS_ENV,
-    'args': {
-        '--tp-size': 8,
-        '--trust-remote-code': None,
-        '--attention-backend': 'dsv4',
-        '--disable-radix-cache': None,
-        '--page-size': 256,
-        '--cuda-graph-max-bs': 128,
-        '--swa-full-tokens-ratio': 0.15,
-        '--disable-shared-experts-fusion': None,
-        '--mem-fraction-static': 0.90,
-    },
-    'variants': {
-        'nodp': {'max_conc': 128, 'env': {}, 'args': {'--chunked-prefill-size': 8192}},
-        'dp': {
-            'min_conc': 256,
-            'env': {'SGLANG_DP_USE_GATHERV': '1'},
-            'args': {
-                '--dp': 8,
-                '--enable-dp-attention': None,
-                '--ep-size': 8,
-                '--enable-prefill-delayer': None,
-                '--prefill-delayer-max-delay-ms': 5000,
-                '--chunked-prefill-size': 65536,
-                '--max-running-requests': 256,
-            },
-        },
-    },
-    'between': 'dp',
-    'levers': {
-        'args': {'--attention-backend': 'dsv4'},
-        'env': list(FUSED_COMPRESS_ENV),
-    },
-}
+
+def _render(value, context, environment):
+    """A whole-string ``{{ expression }}`` keeps its type (8 stays an int), as Ansible's templating does."""
+    if isinstance(value, dict):
+        return {key: _render(item, context, environment) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_render(item, context, environment) for item in value]
+    if not isinstance(value, str) or '{{' not in value:
+        return value
+    text = value.strip()
+    if text.startswith('{{') and text.endswith('}}') and text.count('{{') == 1:
+        return environment.compile_expression(text[2:-2])(**context)
+    return environment.from_string(value).render(**context)
+
+
+def load_recipe(**variables):
+    """The shipped recipe with its placeholders rendered from the role's defaults, SITE_VALUES and variables."""
+    context = dict(yaml.safe_load(ROLE_DEFAULTS.read_text(encoding='utf-8')), **SITE_VALUES)
+    context.update(variables)
+    data = yaml.safe_load(RECIPE_FILE.read_text(encoding='utf-8'))
+    return _render(data, context, jinja2.Environment(undefined=jinja2.StrictUndefined))
 
 
 @pytest.fixture
 def recipe():
-    """A fresh copy of the tuned recipe for each test."""
-    return copy.deepcopy(RECIPE)
+    """A fresh copy of the shipped tuned recipe for each test, rendered as the role renders it."""
+    return load_recipe()
+
+
+@pytest.fixture
+def render_recipe():
+    """load_recipe, for a test that renders the recipe with variables of its own."""
+    return load_recipe

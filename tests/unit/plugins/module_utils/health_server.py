@@ -7,10 +7,14 @@ import threading
 
 
 class HealthServer:
-    """Serves /health with `status` and /v1/workers listing `workers` (both changeable while running)."""
+    """Serves /health with `status` and /v1/workers listing `workers` (both changeable while running).
 
-    def __init__(self, status=200, workers=()):
+    With `statuses`, /health answers those in turn first, one per request, then `status`.
+    """
+
+    def __init__(self, status=200, workers=(), statuses=()):
         self.status = status
+        self.statuses = list(statuses)
         self.workers = list(workers)
         self.hits = 0
         owner = self
@@ -20,7 +24,7 @@ class HealthServer:
                 owner.hits += 1
                 body = b''
                 if self.path == '/health':
-                    code = owner.status
+                    code = owner.statuses.pop(0) if owner.statuses else owner.status
                 elif self.path == '/v1/workers':
                     code = 200
                     body = json.dumps({'workers': [

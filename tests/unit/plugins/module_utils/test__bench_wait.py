@@ -257,6 +257,35 @@ def test_health_recovering_resets_the_count(point):
     assert result['aborted'] is False
 
 
+def when(condition, write_path, text):
+    """Write text to write_path once condition() holds, from a thread."""
+    def write():
+        while not condition():
+            time.sleep(0.01)
+        with open(write_path, 'w') as handle:
+            handle.write(text)
+    threading.Thread(target=write, daemon=True).start()
+
+
+def test_a_success_between_failures_resets_the_count(point):
+    # Four failures in all but never three in a row: the point must finish, not abort.
+    with HealthServer(statuses=[503, 503, 200, 503, 503, 200, 503, 503]) as health:
+        when(lambda: not health.statuses, point.exit_file, '0')
+        result, _warnings = wait_for_point(point.params(engine_health_url=health.url, health_interval=0.05,
+                                                        health_failures=3))
+    assert result['aborted'] is False
+
+
+def test_three_failures_in_a_row_after_a_recovery_abort(point):
+    with HealthServer(statuses=[503, 200, 503, 503, 503], status=200) as health:
+        message, details = failure(point.params(engine_health_url=health.url, health_interval=0.05,
+                                                health_failures=3, deadline=5))
+    assert details['aborted'] is True
+    assert 'failed 3 checks in a row' in details['cause']
+    assert not health.statuses
+    assert message.startswith('worker died during point c64 on node3')
+
+
 def test_unreachable_health_url_counts_as_failures(point):
     message, details = failure(point.params(engine_health_url='http://127.0.0.1:9/health', health_interval=0.05,
                                             health_failures=2))

@@ -254,6 +254,16 @@ def test_fatal_next_step_fits_the_cause_and_stage(node, line, stage_lines, hint)
     assert hint in message.splitlines()[0]
 
 
+def test_a_fatal_line_is_reported_at_the_stage_where_it_happened(node):
+    # The engine logs on after the error and reaches a later stage; the failure is still the capture's.
+    node.write('\n'.join(LAUNCH[:5] + [FATAL_LINES['out of memory']] + LAUNCH[7:]) + '\n')
+    with open(node.exit_file, 'w') as handle:
+        handle.write('1')
+    message, details = failure(node.params())
+    assert details['stage'] == 'capturing_cuda_graph'
+    assert 'failed during stage capturing_cuda_graph' in message.splitlines()[0]
+
+
 def test_a_fatal_line_waits_briefly_for_the_rest_of_the_error(node):
     oom = ['Capture cuda graph failed: out of memory',
            'torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB.',

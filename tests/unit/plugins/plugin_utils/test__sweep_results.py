@@ -172,6 +172,16 @@ def test_parallelism_from_the_engine_argv(argv, expected):
     assert results.parallelism(argv) == expected
 
 
+@pytest.mark.parametrize('argv, key, expected', [
+    (['--tp-size', '4', '--pp-size', '2', '--tp-size', '8'], 'TP', 8),
+    (['--tp', '2', '--tensor-parallel-size=4'], 'TP', 4),
+    (['--ep-size=2', '--ep', '8'], 'EP', 8),
+], ids=['same-flag', 'alias-then-inline', 'inline-then-alias'])
+def test_the_last_of_repeated_parallel_flags_counts_as_argparse_does(argv, key, expected):
+    # An override appended to the recipe's argv (extra_args) is the value the engine runs with.
+    assert results.parallelism(argv)[key] == expected
+
+
 @pytest.mark.parametrize('argv', [['--tp-size', 'eight'], ['--ep-size', '0']])
 def test_bad_parallel_sizes_are_named(argv):
     with pytest.raises(results.SweepResultsError, match=argv[0]):
@@ -188,6 +198,30 @@ def test_per_gpu_numbers_divide_by_tp_times_pp_and_dp_attention_adds_no_gpu(run_
     assert dp_row['Throughput/GPU (tok/s)'] == pytest.approx((8192 + 1024) * 2560 / 800.0 / 8)
     assert rows[32]['Output Throughput/GPU (tok/s)'] == pytest.approx(204.8)
     assert rows[32]['Median Interactivity (tok/s/user)'] == pytest.approx(1000.0 / 19.0)
+
+
+def tp_pp_run(run_dir):
+    """c32 on TP 4 x PP 2 (8 GPUs) and c64 on TP 4 alone (4 GPUs), with token rates that are whole numbers."""
+    variants = {'tp4pp2': {'argv': ['--tp-size', '4', '--pp-size', '2'], 'env': {}},
+                'tp4': {'argv': ['--tp-size', '4'], 'env': {}}}
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32, 'tp4pp2'), point(64, 'tp4')], variants=variants)
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=160.0))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, duration=320.0))
+
+
+@pytest.mark.parametrize('conc, gpus, total, output, input_', [
+    # c32: 320 prompts x (8192 + 1024) tokens in 160 s = 18432 tok/s on the node.
+    (32, 8, 18432 / 8, 2048 / 8, 16384 / 8),
+    # c64: 640 prompts in 320 s, the same node rate on half the GPUs.
+    (64, 4, 18432 / 4, 2048 / 4, 16384 / 4),
+], ids=['tp4-pp2', 'tp4'])
+def test_per_gpu_numbers_divide_by_the_points_own_tp_times_pp(run_dir, conc, gpus, total, output, input_):
+    tp_pp_run(run_dir)
+    row = {row['Concurrency']: row for row in results.collect(str(run_dir))['rows']}[conc]
+    assert row['GPUs'] == gpus
+    assert row['Throughput (tok/s)'] == 18432
+    assert (row['Throughput/GPU (tok/s)'], row['Output Throughput/GPU (tok/s)'], row['Input Throughput/GPU (tok/s)']) == (
+        total, output, input_)
 
 
 # ---------------------------------------------------------------- targets
@@ -246,6 +280,43 @@ def test_targets_give_ratio_and_below_flag(run_dir, tmp_path):
     assert run['below'][0]['value'] == pytest.approx(327.68)
     assert results.verdict(rows[64]) == 'BELOW TARGET (0.50x)'
     assert results.verdict(rows[32]) == 'ok (1.02x)'
+
+
+@pytest.mark.parametrize('ratio, higher_is_better, missed', [
+    (1.0, True, False), (0.999, True, True), (1.001, True, False),
+    (1.0, False, False), (1.001, False, True), (0.999, False, False),
+])
+def test_a_target_is_missed_only_strictly_below_or_above(ratio, higher_is_better, missed):
+    assert results.misses_target(ratio, higher_is_better) is missed
+
+
+def test_a_point_exactly_on_its_target_meets_it(run_dir, tmp_path):
+    tp_pp_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 256, 64: 512}\n'))
+    assert [(row['Ratio'], row['Below Target']) for row in run['rows']] == [(1.0, False), (1.0, False)]
+    assert run['below'] == []
+    assert results.verdict(run['rows'][0]) == 'ok (1.00x)'
+
+
+def test_a_latency_exactly_on_its_target_meets_it(run_dir, tmp_path):
+    tp_pp_run(run_dir)
+    # bench_record's P99 TPOT is 1.5 x 20 ms.
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 30}\n'))
+    row = run['rows'][0]
+    assert (row['Ratio'], row['Below Target']) == (1.0, False)
+    assert run['below'] == []
+
+
+def test_a_targeted_point_without_the_targeted_value_misses(run_dir, tmp_path):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32)])
+    record = bench_record(32)
+    del record['p99_ttft_ms']
+    write_lines(host_dir / 'mix_c32.jsonl', record)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TTFT\ntargets: {32: 2000}\n'))
+    row = run['rows'][0]
+    assert (row['Target'], row['Ratio'], row['Below Target']) == (2000.0, None, True)
+    assert results.verdict(row, higher_is_better=False) == 'NO VALUE (P99 TTFT (ms) missing)'
+    assert [(miss['conc'], miss['value'], miss['target']) for miss in run['below']] == [(32, None, 2000.0)]
 
 
 def test_latency_targets_miss_when_above(run_dir, tmp_path):
@@ -391,6 +462,31 @@ def test_the_plot_is_a_png_and_is_drawn_the_same_way_twice(run_dir, tmp_path):
     image = results.render_plot(run)
     assert image[:8] == PNG_SIGNATURE
     assert results.render_plot(run) == image
+
+
+def plot_title(run, monkeypatch):
+    """The title of the figure render_plot saves (it keeps the figure to itself)."""
+    from matplotlib.figure import Figure
+
+    saved = []
+    savefig = Figure.savefig
+
+    def spy(figure, *args, **kwargs):
+        saved.append(figure)
+        return savefig(figure, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, 'savefig', spy)
+    results.render_plot(run)
+    return saved[0].get_suptitle()
+
+
+@pytest.mark.parametrize('simulated, start', [
+    (True, 'SIMULATED (not hardware numbers): DeepSeek-V4-Pro sweep 20261129T100000Z'),
+    (False, 'DeepSeek-V4-Pro sweep 20261129T100000Z'),
+], ids=['simulated', 'hardware'])
+def test_the_plot_title_says_simulated_only_for_a_simulated_run(run_dir, monkeypatch, simulated, start):
+    standard_run(run_dir, simulated=simulated)
+    assert plot_title(results.collect(str(run_dir)), monkeypatch).startswith(start)
 
 
 def test_a_run_without_any_valid_point_still_gets_all_three_files(run_dir):

@@ -10,6 +10,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 PLAYBOOK = Path(__file__).parent / "playbooks" / "select.yml"
+# The venv's own, whatever ansible-playbook comes first on PATH.
+ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 DEV_PLANE = ["--discovery-backend", "--request-transport", "--kv-event-transport"]
 
 
@@ -18,7 +20,7 @@ def select(tmp_path, **extra_vars):
     env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
            "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections")}
     result = subprocess.run(
-        ["ansible-playbook", "-i", "localhost,", "-c", "local", str(PLAYBOOK),
+        [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", str(PLAYBOOK),
          "-e", json.dumps({"out": str(out), "ansible_python_interpreter": sys.executable, **extra_vars})],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]

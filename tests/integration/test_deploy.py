@@ -50,8 +50,12 @@ def container_exists(node):
 def test_bad_concurrency_fails_in_one_line_before_anything(clean_node, conc, expected):
     rc, out = deploy("-e", f"conc={conc}" if conc != "[]" else '{"conc": []}')
     assert rc != 0
-    failure = [line for line in out.splitlines() if "msg:" in line or "\"msg\"" in line]
-    assert failure and expected in out, out[-2000:]
+    lines = out.splitlines()
+    errors = [index for index, line in enumerate(lines) if line.startswith("[ERROR]: Task failed")]
+    assert len(errors) == 1 and expected in lines[errors[0]], out[-2000:]
+    # Ansible prints where the task is right after the message: a line in between would be more
+    # of the message (a traceback, a multi-line dump).
+    assert lines[errors[0] + 1].startswith("Origin: "), out[-2000:]
     assert not container_exists(clean_node), "the node was changed before the input was validated"
 
 

@@ -286,6 +286,12 @@ def test_three_failures_in_a_row_after_a_recovery_abort(point):
     assert message.startswith('worker died during point c64 on node3')
 
 
+def test_whole_second_intervals_are_written_without_decimals(point):
+    with HealthServer(status=503) as health:
+        _message, details = failure(point.params(engine_health_url=health.url, health_interval=1.0, health_failures=1))
+    assert details['cause'] == 'the engine health URL %s failed 1 checks in a row, 1 s apart (last: 503)' % health.url
+
+
 def test_unreachable_health_url_counts_as_failures(point):
     message, details = failure(point.params(engine_health_url='http://127.0.0.1:9/health', health_interval=0.05,
                                             health_failures=2))

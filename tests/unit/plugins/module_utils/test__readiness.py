@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from ansible_collections.infera.serving.plugins.module_utils import _readiness
 from ansible_collections.infera.serving.plugins.module_utils._readiness import (
     ARGUMENT_SPEC,
     DEFAULT_FATAL_PATTERNS,
@@ -307,7 +308,8 @@ def test_exit_file_fails_fast_with_code_and_hint(node):
     assert details['stage'] == 'weights_loaded'
     assert 'exited during stage weights_loaded' in message
     assert 'exit file %s appeared (code 137)' % node.exit_file in message
-    assert 'SIGKILL' in message
+    assert ('Next step: code 137 is SIGKILL, often the kernel OOM killer: check dmesg on node7 and the container '
+            'memory; inspect %s.' % node.log) in message
 
 
 def test_exit_code_written_just_after_the_exit_file_appears_counts(node):
@@ -359,6 +361,25 @@ def test_live_pid_and_missing_pid_file_are_not_exits(node, tmp_path):
     assert wait_until_ready(node.params(pid_file=str(pid_file), max_wait=0.2))['ready'] is False
     pid_file.write_text(str(os.getpid()))
     assert wait_until_ready(node.params(pid_file=str(pid_file), max_wait=0.2))['phase'] == 'launching'
+
+
+def test_an_unreadable_pid_file_is_not_an_exit(node, tmp_path):
+    pid_file = tmp_path / 'engine.pid'
+    pid_file.write_text('starting\n')
+    node.write(LAUNCH[0] + '\n')
+    assert wait_until_ready(node.params(exit_file=None, pid_file=str(pid_file), max_wait=0.2))['phase'] == 'launching'
+
+
+@pytest.mark.parametrize('answer', [
+    (503, {'workers': [{'worker_id': '10.0.0.5:30000'}]}, 'HTTP Error 503: Service Unavailable'),
+    (200, {'workers': None}, None),
+    (200, ['10.0.0.5:30000'], None),
+], ids=['http-error', 'workers-not-a-list', 'body-not-an-object'])
+def test_a_router_answer_without_a_worker_list_lists_no_one(monkeypatch, answer):
+    monkeypatch.setattr(_readiness._health, 'get_json', lambda url, timeout: answer)
+    listed, why = _readiness.listed_workers('http://127.0.0.1:8000/v1/workers')
+    assert listed is None
+    assert why == (answer[2] or 'HTTP 200, body %r' % (answer[1],))
 
 
 def test_stall_fails_after_stall_timeout(node):
@@ -459,7 +480,8 @@ def test_waiting_again_on_a_ready_launch_returns_at_once_and_notices_a_later_exi
     message, details = failure(node.params())
     assert details['phase'] == 'exited'
     assert details['stage'] == 'graph_captured'
-    assert 'code 0 is a clean shutdown' in message
+    assert ('Next step: code 0 is a clean shutdown, so something stopped it (docker stop, a SIGTERM, a second '
+            'launch); inspect %s.' % node.log) in message
 
 
 def test_a_fatal_line_read_by_an_earlier_call_still_fails_the_next(node):
@@ -478,6 +500,11 @@ def test_a_replaced_log_starts_a_new_launch(node):
     assert result['ready'] is False
     assert result['phase'] == 'launching'
     assert result['log_tail'] == [LAUNCH[0]]
+    # The next call goes on with the new launch instead of starting it again.
+    node.write(LAUNCH[1] + '\n')
+    again = wait_until_ready(node.params(max_wait=0.2))
+    assert again['started_at'] == result['started_at']
+    assert again['phase'] == 'loading_weights'
 
 
 def test_state_for_another_log_offset_is_ignored(node):
@@ -528,8 +555,6 @@ def test_format_duration(seconds, text):
 
 def test_health_probe_ignores_a_proxy_set_in_the_environment(monkeypatch):
     """The engine's health is on loopback: a proxy in the environment must not intercept it."""
-    from ansible_collections.infera.serving.plugins.module_utils import _readiness
-
     for name in ("http_proxy", "HTTP_PROXY"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")
     monkeypatch.delenv("no_proxy", raising=False)

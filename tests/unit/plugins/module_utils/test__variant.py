@@ -51,10 +51,22 @@ def test_variant_by_concurrency_boundaries(recipe, conc, variant, rule):
 
 
 def test_between_reason_explains_cuda_graphs_and_dp_ranks(recipe):
-    reason = _select(recipe, 200)['reason']
-    assert 'nodp captures cuda graphs only up to --cuda-graph-max-bs 128' in reason
-    assert 'a batch above 128 replays no graph there' in reason
-    assert 'dp splits the batch across 8 DP-attention ranks (~25 per rank at conc 200)' in reason
+    assert _select(recipe, [64, 200, 512])['reason'] == (
+        'nodp for conc 64: within its range (<= 128); '
+        'dp for conc 200: between nodp (max_conc 128) and dp (min_conc 256), where the recipe picks dp; '
+        'nodp captures cuda graphs only up to --cuda-graph-max-bs 128, so a batch above 128 replays no graph there, '
+        'while dp splits the batch across 8 DP-attention ranks (~25 per rank at conc 200); '
+        'dp for conc 512: within its range (>= 256)')
+
+
+@pytest.mark.parametrize('ranks, text', [
+    ('4', ', while dp splits the batch across 4 DP-attention ranks (~50 per rank at conc 200)'),
+    (1, ', while dp splits the batch across 1 DP-attention ranks (~200 per rank at conc 200)'),
+    ('auto', ''),
+])
+def test_between_reason_counts_the_dp_ranks_it_can_read(recipe, ranks, text):
+    recipe['variants']['dp']['args']['--dp'] = ranks
+    assert _select(recipe, 200)['reason'].endswith('replays no graph there' + text)
 
 
 def test_between_variant_comes_from_the_recipe(recipe):
@@ -67,6 +79,19 @@ def test_between_variant_comes_from_the_recipe(recipe):
 def test_between_defaults_to_dp(recipe):
     del recipe['between']
     assert _select(recipe, 129)['variant'] == 'dp'
+
+
+def test_a_variant_without_bounds_is_only_chosen_by_name(recipe):
+    recipe['variants']['debug'] = {'args': {'--log-requests': None}}
+    recipe['variants']['nodp']['min_conc'] = 1
+    assert _select(recipe, [1, 512])['variant'] == 'nodp'
+    assert '--log-requests' in _select(recipe, 64, variant='debug')['argv']
+
+
+def test_the_reason_for_an_explicit_variant_names_concurrencies_no_range_covers(recipe):
+    recipe['variants']['dp']['max_conc'] = 512
+    assert _select(recipe, [64, 1024], variant='dp')['reason'] == (
+        'dp: chosen by the variant option for every concurrency (by the ranges alone: 64->nodp, 1024->none)')
 
 
 def test_list_is_grouped_by_variant_ascending_for_fewest_restarts(recipe):
@@ -147,6 +172,16 @@ def test_false_removes_a_flag_and_null_removes_a_variable(recipe):
     assert 'SGLANG_DP_USE_GATHERV' not in result['env']
 
 
+def test_removing_what_the_recipe_does_not_set_is_harmless(recipe):
+    result = _select(recipe, 64, extra_args={'--not-in-recipe': False}, extra_env={'NOT_IN_RECIPE': None})
+    assert result['argv'] == _select(recipe, 64)['argv']
+    assert result['env'] == _select(recipe, 64)['env']
+
+
+def test_true_is_a_bare_switch(recipe):
+    assert _select(recipe, 64, extra_args={'--log-requests': True})['argv'][-1:] == ['--log-requests']
+
+
 def test_variant_false_removes_a_common_flag(recipe):
     recipe['variants']['dp']['args']['--disable-radix-cache'] = False
     assert '--disable-radix-cache' not in _select(recipe, 512)['argv']
@@ -215,6 +250,24 @@ def test_every_missing_lever_is_named(recipe):
         '--attention-backend dsv4', 'env SGLANG_USE_AITER=1', 'env SGLANG_ROCM_USE_MULTI_STREAM=false (found: true)']
 
 
+def test_switch_levers_and_switched_value_levers_are_named_in_one_line(recipe):
+    recipe['levers']['args']['--disable-radix-cache'] = None
+    with pytest.raises(VariantError) as error:
+        _select(recipe, 64, extra_args={'--disable-radix-cache': False, '--attention-backend': None})
+    assert str(error.value) == (
+        'recipe levers missing: --attention-backend dsv4 (found: bare switch); --disable-radix-cache; '
+        'throughput drops to ~50% without them. Restore them, or set sglang_worker_allow_missing_levers: true '
+        'to run anyway')
+
+
+def test_the_warning_names_every_value_found(recipe):
+    result = _select(recipe, 64, extra_args={'--attention-backend': ['dsv4', 'x']},
+                     extra_env={'SGLANG_USE_AITER': None}, allow_missing_levers=True)
+    assert result['warnings'] == [
+        'running without the recipe levers --attention-backend dsv4 (found: dsv4 x); env SGLANG_USE_AITER=1 '
+        '(allowed by sglang_worker_allow_missing_levers): throughput drops to ~50% without them']
+
+
 def test_allowed_missing_levers_are_returned_with_a_warning(recipe):
     result = _select(recipe, 64, extra_args={'--attention-backend': 'triton'}, allow_missing_levers=True)
     assert result['missing_levers'] == ['--attention-backend dsv4 (found: triton)']
@@ -225,33 +278,32 @@ def test_allowed_missing_levers_are_returned_with_a_warning(recipe):
 
 # ---------------------------------------------------------------- bad input
 
+ACCEPTED = "a positive integer, a list of positive integers, or a comma/space-separated string such as '32,64,128'"
+
+
 @pytest.mark.parametrize('raw, expected', [
-    (0, 'conc value 0 must be greater than 0'),
-    (-8, 'conc value -8 must be greater than 0'),
-    ('0', 'conc value 0 must be greater than 0'),
-    ([32, 0], 'conc value 0 in conc [32, 0] must be greater than 0'),
-    (12.5, 'conc value 12.5 (float) is not an integer'),
-    ('12.5', "conc value '12.5' is not an integer"),
-    ('abc', "conc value 'abc' is not an integer"),
-    ('32,abc', "conc value 'abc' in conc '32,abc' is not an integer"),
-    (True, 'conc value True (bool) is not an integer'),
-    ([64, True], 'conc value True (bool) in conc [64, True] is not an integer'),
-    (None, 'conc value None (NoneType) is not an integer'),
-    ({'a': 1}, "conc value {'a': 1} (dict) is not an integer"),
-    ([], 'conc is an empty list'),
-    ('', 'conc is an empty string'),
-    (' , ', 'conc is an empty string'),
-    ([64, 32, 64], 'conc lists 64 more than once'),
-    ('64, 64', 'conc lists 64 more than once'),
+    (0, 'conc value 0 must be greater than 0; expected ' + ACCEPTED),
+    (-8, 'conc value -8 must be greater than 0; expected ' + ACCEPTED),
+    ('0', 'conc value 0 must be greater than 0; expected ' + ACCEPTED),
+    ([32, 0], 'conc value 0 in conc [32, 0] must be greater than 0; expected ' + ACCEPTED),
+    (12.5, 'conc value 12.5 (float) is not an integer; expected ' + ACCEPTED),
+    ('12.5', "conc value '12.5' is not an integer; expected " + ACCEPTED),
+    ('abc', "conc value 'abc' is not an integer; expected " + ACCEPTED),
+    ('32,abc', "conc value 'abc' in conc '32,abc' is not an integer; expected " + ACCEPTED),
+    (True, 'conc value True (bool) is not an integer; expected ' + ACCEPTED),
+    ([64, True], 'conc value True (bool) in conc [64, True] is not an integer; expected ' + ACCEPTED),
+    (None, 'conc value None (NoneType) is not an integer; expected ' + ACCEPTED),
+    ({'a': 1}, "conc value {'a': 1} (dict) is not an integer; expected " + ACCEPTED),
+    ([], 'conc is an empty list; give at least one concurrency (%s)' % ACCEPTED),
+    ('', 'conc is an empty string; expected ' + ACCEPTED),
+    (' , ', 'conc is an empty string; expected ' + ACCEPTED),
+    ([64, 32, 64], 'conc lists 64 more than once; each concurrency may appear only once'),
+    ('64, 64', 'conc lists 64 more than once; each concurrency may appear only once'),
 ])
 def test_bad_concurrency_fails_on_one_line_naming_value_and_accepted_forms(recipe, raw, expected):
     with pytest.raises(VariantError) as error:
         _select(recipe, raw)
-    message = str(error.value)
-    assert expected in message
-    assert '\n' not in message
-    if 'more than once' not in message:
-        assert 'positive integer' in message
+    assert str(error.value) == expected
 
 
 def test_unknown_variant_names_the_choices(recipe):
@@ -273,29 +325,71 @@ def test_accepted_concurrency_forms(raw, expected):
 
 
 @pytest.mark.parametrize('mutate, expected', [
-    (lambda r: r['variants']['dp'].update(min_conc=128), 'recipe variants nodp and dp both cover concurrency 128'),
-    (lambda r: r['args'].update({'attention-backend': 'dsv4'}), "recipe.args key 'attention-backend' is not a flag"),
-    (lambda r: r['levers']['env'].append('NOT_IN_ENV'), 'recipe.levers.env names NOT_IN_ENV'),
-    (lambda r: r.update(between='tp4'), "recipe.between names 'tp4', which is not a variant"),
-    (lambda r: r['variants']['nodp'].update(max_conc='128'), "recipe.variants.nodp.max_conc must be a positive integer"),
-    (lambda r: r.update(variants={}), 'recipe.variants must be a non-empty mapping'),
-    (lambda r: r['env'].update(BAD=[1]), 'recipe.env.BAD must be a scalar'),
+    (lambda r: r['variants']['dp'].update(min_conc=128),
+     'recipe variants nodp and dp both cover concurrency 128; their ranges must not overlap'),
+    (lambda r: r['args'].update({'attention-backend': 'dsv4'}),
+     "recipe.args key 'attention-backend' is not a flag; flags start with '-' such as '--tp-size'"),
+    (lambda r: r['args'].update({'--dp': {'size': 8}}),
+     'recipe.args --dp must be a scalar, a list, null (bare switch) or false (remove); got a mapping'),
+    (lambda r: r.update(args=['--tp-size']), 'recipe.args must be a mapping of --flag: value; got list'),
+    (lambda r: r['levers']['env'].append('NOT_IN_ENV'),
+     'recipe.levers.env names NOT_IN_ENV, but recipe.env does not set it; the lever value comes from recipe.env'),
+    (lambda r: r['levers'].update(env='SGLANG_USE_AITER'), 'recipe.levers.env must be a list of variable names'),
+    (lambda r: r['levers'].update(env=[1]), 'recipe.levers.env must be a list of variable names'),
+    (lambda r: r.update(levers=['--attention-backend']),
+     'recipe.levers must be a mapping with args and env; got list'),
+    (lambda r: r['levers'].update(args={'attention-backend': 'dsv4'}),
+     "recipe.levers.args key 'attention-backend' is not a flag; flags start with '-' such as '--tp-size'"),
+    (lambda r: r.update(between='tp4'), "recipe.between names 'tp4', which is not a variant; known variants: nodp, dp"),
+    (lambda r: r['variants']['nodp'].update(max_conc='128'),
+     "recipe.variants.nodp.max_conc must be a positive integer; got '128'"),
+    (lambda r: r['variants']['dp'].update(min_conc=0), 'recipe.variants.dp.min_conc must be a positive integer; got 0'),
+    (lambda r: r['variants']['dp'].update(min_conc=True),
+     'recipe.variants.dp.min_conc must be a positive integer; got True'),
+    (lambda r: r['variants']['dp'].update(min_conc=600, max_conc=512), 'recipe.variants.dp has min_conc above max_conc'),
+    (lambda r: r['variants'].update(dp=['--dp']), 'recipe.variants.dp must be a mapping; got list'),
+    (lambda r: r['variants']['dp'].update(env={'X': [1]}), 'recipe.variants.dp.env.X must be a scalar (or null to remove it); got list'),
+    (lambda r: r['variants']['dp'].update(args={'dp': 8}),
+     "recipe.variants.dp.args key 'dp' is not a flag; flags start with '-' such as '--tp-size'"),
+    (lambda r: r.update(variants={}), 'recipe.variants must be a non-empty mapping of variant name to settings'),
+    (lambda r: r['env'].update(BAD=[1]), 'recipe.env.BAD must be a scalar (or null to remove it); got list'),
+    (lambda r: r['env'].update({1: 'x'}), 'recipe.env has a non-string variable name 1'),
+    (lambda r: r['env'].update({'': 'x'}), "recipe.env has a non-string variable name ''"),
+    (lambda r: r.update(env=['SGLANG_USE_AITER=1']), 'recipe.env must be a mapping of NAME: value; got list'),
 ])
 def test_bad_recipe_is_named(recipe, mutate, expected):
     mutate(recipe)
     with pytest.raises(VariantError) as error:
         _select(recipe, 64)
-    assert expected in str(error.value)
+    assert str(error.value) == expected
 
 
-def test_bad_extra_args_key_is_named(recipe):
+def test_a_recipe_that_is_not_a_mapping_is_named():
     with pytest.raises(VariantError) as error:
-        _select(recipe, 64, extra_args={'dp': 8})
-    assert "extra_args key 'dp' is not a flag" in str(error.value)
+        _select(['nodp'], 64)
+    assert str(error.value) == 'recipe must be a mapping; got list'
+
+
+@pytest.mark.parametrize('options, expected', [
+    ({'extra_args': {'dp': 8}}, "extra_args key 'dp' is not a flag; flags start with '-' such as '--tp-size'"),
+    ({'extra_env': {'X': [1]}}, 'extra_env.X must be a scalar (or null to remove it); got list'),
+    ({'extra_env': ['X=1']}, 'extra_env must be a mapping of NAME: value; got list'),
+])
+def test_bad_overrides_are_named(recipe, options, expected):
+    with pytest.raises(VariantError) as error:
+        _select(recipe, 64, **options)
+    assert str(error.value) == expected
 
 
 def test_concurrency_outside_every_range_is_rejected(recipe):
     recipe['variants']['dp']['max_conc'] = 512
     with pytest.raises(VariantError) as error:
         _select(recipe, 1024)
-    assert 'no variant of dsv4-pro-mi355x-mixed covers conc 1024; ranges: nodp <= 128, dp 256..512' in str(error.value)
+    assert str(error.value) == 'no variant of dsv4-pro-mi355x-mixed covers conc 1024; ranges: nodp <= 128, dp 256..512'
+
+
+def test_a_recipe_without_a_name_is_called_recipe(recipe):
+    del recipe['name']
+    with pytest.raises(VariantError) as error:
+        _select(recipe, 64, variant='tp4')
+    assert str(error.value) == "variant 'tp4' is not in recipe recipe; choose one of: nodp, dp"

@@ -227,7 +227,7 @@ def test_per_gpu_numbers_divide_by_the_points_own_tp_times_pp(run_dir, conc, gpu
 # ---------------------------------------------------------------- targets
 
 @pytest.mark.parametrize('metric', ['Output Throughput/GPU', 'Output Throughput/GPU (tok/s)', 'output_tput_per_gpu',
-                                    'output throughput/gpu'])
+                                    'output throughput/gpu', 'output throughput/gpu (tok/s)'])
 def test_target_metric_names_resolve_to_the_column(metric):
     assert results.resolve_metric(metric) == 'Output Throughput/GPU (tok/s)'
 
@@ -243,26 +243,48 @@ def test_targets_file_shape_and_defaults(tmp_path):
 
 
 @pytest.mark.parametrize('text, message', [
-    ('metric: Watts/GPU\ntargets: {32: 1}\n', "unknown target metric 'Watts/GPU'"),
-    ('targets: {32: 0}\n', 'must be a number above 0'),
-    ('targets: {32: fast}\n', 'must be a number above 0'),
-    ('targets: {many: 3}\n', "'many' is not a concurrency"),
-    ('- 32\n', 'non-empty "targets" mapping'),
-    ('targets: {}\n', 'non-empty "targets" mapping'),
-    ('metric: Output Throughput/GPU\ntarget: {32: 1}\n', 'non-empty "targets" mapping'),
-    ('targets: {32: 1}\nunit: tok\n', "unknown keys ['unit']"),
-    ('targets: {32: 1}\nhigher_is_better: maybe\n', 'higher_is_better must be true or false'),
-    ('targets: [32: 1\n', 'is not YAML'),
+    ('metric: Watts/GPU\ntargets: {32: 1}\n',
+     "unknown target metric 'Watts/GPU'; use one of: " + ', '.join(results.NUMERIC_COLUMNS)),
+    ('targets: {32: 0}\n', '{path}: the target for concurrency 32 is 0; it must be a number above 0'),
+    ('targets: {32: fast}\n', "{path}: the target for concurrency 32 is 'fast'; it must be a number above 0"),
+    ('targets: {many: 3}\n', "{path}: 'many' is not a concurrency (expected an integer such as 64)"),
+    ('targets: {X64: 3}\n', "{path}: 'X64' is not a concurrency (expected an integer such as 64)"),
+    ('targets: {0: 3}\n', '{path}: concurrency 0 must be at least 1'),
+    ('- 32\n', '{path} must be a mapping with a non-empty "targets" mapping of concurrency: value '
+              '(and optionally "metric" and "higher_is_better")'),
+    ('targets: {}\n', '{path} must be a mapping with a non-empty "targets" mapping of concurrency: value '
+                      '(and optionally "metric" and "higher_is_better")'),
+    ('metric: Output Throughput/GPU\ntarget: {32: 1}\n', '{path} must be a mapping with a non-empty "targets" '
+                                                         'mapping of concurrency: value (and optionally "metric" and '
+                                                         '"higher_is_better")'),
+    ('targets: {32: 1}\nunit: tok\n', "{path} has unknown keys ['unit']; allowed: metric, targets, higher_is_better"),
+    ('targets: {32: 1}\nhigher_is_better: maybe\n', "{path}: higher_is_better must be true or false, not 'maybe'"),
 ])
 def test_bad_targets_files_are_refused_with_the_cause(tmp_path, text, message):
+    path = write_targets(tmp_path / 'targets.yml', text)
     with pytest.raises(results.SweepResultsError) as raised:
-        results.load_targets(write_targets(tmp_path / 'targets.yml', text))
-    assert message in str(raised.value)
+        results.load_targets(path)
+    assert str(raised.value) == message.format(path=path)
+
+
+def test_a_targets_file_that_is_not_yaml_is_named(tmp_path):
+    path = write_targets(tmp_path / 'targets.yml', 'targets: [32: 1\n')
+    with pytest.raises(results.SweepResultsError) as raised:
+        results.load_targets(path)
+    assert str(raised.value).startswith('the targets file %s is not YAML: while parsing a flow sequence' % path)
 
 
 def test_a_missing_targets_file_is_an_error(tmp_path):
-    with pytest.raises(results.SweepResultsError, match='cannot read the targets file'):
-        results.load_targets(str(tmp_path / 'nope.yml'))
+    path = str(tmp_path / 'nope.yml')
+    with pytest.raises(results.SweepResultsError) as raised:
+        results.load_targets(path)
+    assert str(raised.value) == 'cannot read the targets file %s: No such file or directory' % path
+
+
+def test_the_smallest_concurrency_and_a_fractional_target_are_accepted(tmp_path):
+    path = write_targets(tmp_path / 'targets.yml', 'targets: {1: 0.5}\n')
+    assert results.load_targets(path) == {'metric': 'Output Throughput/GPU (tok/s)', 'higher_is_better': True,
+                                          'targets': {1: 0.5}, 'path': path}
 
 
 def test_targets_give_ratio_and_below_flag(run_dir, tmp_path):
@@ -445,6 +467,58 @@ def test_the_report_says_simulated_and_marks_points_below_target(run_dir, tmp_pa
     assert summary['table'].splitlines()[0].startswith('SIMULATED run 20261129T100000Z')
     assert 'BELOW TARGET (0.50x)' in summary['table']
     assert 'INVALID infera-node-2 c32 nodp (aborted): marked aborted by the sweep: router unhealthy' in summary['table']
+
+
+def mixed_run(run_dir):
+    """standard_run plus a c128 point whose line has no P99 TTFT."""
+    host_dir = standard_run(run_dir)
+    write_manifest(run_dir, 'infera-node-1', [point(32), point(64), point(128), point(256, 'dp')])
+    record = bench_record(128)
+    del record['p99_ttft_ms']
+    write_lines(host_dir / 'mix_c128.jsonl', record)
+
+
+def test_the_play_output_table_lines_up_every_column(run_dir, tmp_path):
+    mixed_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 40, 64: 40}\n'))
+    assert results.text_table(run).splitlines() == [
+        'SIMULATED run 20261129T100000Z: numbers from the GPU-free rehearsal simulator, not hardware results',
+        'target: P99 TPOT (ms) per concurrency (t.yml)',
+        'host           conc  variant  TP/DP/EP  tok/s/GPU  out/GPU   in/GPU  tok/s/user  TTFT p99 ms  TPOT p99 ms  target',
+        'infera-node-1    32  nodp     8/1/1        1843.2    204.8   1638.4        52.6       1350.0         30.0  ok (0.75x)',
+        'infera-node-1    64  nodp     8/1/1        2949.1    327.7   2621.4        35.1       1350.0         45.0  '
+        'ABOVE TARGET (1.12x)',
+        'infera-node-1   128  nodp     8/1/1       14745.6   1638.4  13107.2        52.6            -         30.0  -',
+        'infera-node-1   256  dp       8/8/8        3686.4    409.6   3276.8        17.5       1350.0         90.0  -',
+    ]
+
+
+def test_the_report_table_bolds_only_a_missed_target(run_dir, tmp_path):
+    mixed_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 200, 64: 655.36}\n'))
+    rows = [line for line in results.render_report(run).splitlines() if line.startswith('| infera-node-1 |')]
+    assert rows == [
+        '| infera-node-1 | 32 | nodp | 8/1/1 | 1843.2 | 204.8 | 1638.4 | 52.6 | 1350.0 | 30.0 | 200.0 | ok (1.02x) |',
+        '| infera-node-1 | 64 | nodp | 8/1/1 | 2949.1 | 327.7 | 2621.4 | 35.1 | 1350.0 | 45.0 | 655.4 | '
+        '**BELOW TARGET (0.50x)** |',
+        '| infera-node-1 | 128 | nodp | 8/1/1 | 14745.6 | 1638.4 | 13107.2 | 52.6 | - | 30.0 | - | - |',
+        '| infera-node-1 | 256 | dp | 8/8/8 | 3686.4 | 409.6 | 3276.8 | 17.5 | 1350.0 | 90.0 | - | - |',
+    ]
+
+
+def test_the_csv_spells_booleans_in_lower_case_and_ends_lines_with_newline_only(run_dir):
+    standard_run(run_dir, simulated=False)
+    text = results.render_csv(results.collect(str(run_dir))['rows'])
+    assert '\r' not in text
+    first = text.splitlines()[1].split(',')
+    assert (first[results.CSV_COLUMNS.index('Simulated')], first[results.CSV_COLUMNS.index('DP Attention')]) == (
+        'false', 'false')
+
+
+def test_invalid_points_are_listed_by_concurrency_even_without_one(run_dir):
+    write_manifest(run_dir, 'infera-node-1', [point(64), {'variant': 'nodp'}, point(1, 'dp'), point(32)])
+    assert [(entry['conc'], entry['variant']) for entry in results.collect(str(run_dir))['invalid']] == [
+        (None, 'nodp'), (1, 'dp'), (32, 'nodp'), (64, 'nodp')]
 
 
 def test_a_hardware_run_is_not_called_simulated(run_dir):

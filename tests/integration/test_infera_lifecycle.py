@@ -1,0 +1,82 @@
+"""Infera's own worker lifecycle under the collection, on a rehearsal node.
+
+The router and the worker wrapper here are the real Infera (pinned); only the GPU engine
+under the wrapper is simulated. These tests prove what the collection assumes about them:
+a worker counts as ready once the router lists it, and a stop lets Infera deregister and
+drain before the engine goes.
+"""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from rehearsal import REPO, Node, platform_up, router_workers
+
+NODE = "infera-node-1"
+CONTAINER = "sgl_mix"
+LOGS = "/var/lib/infera/sgl_mix/logs"
+# Long enough to still be generating when the teardown's SIGTERM arrives (simulated rate).
+DRAIN_TOKENS = 1500
+
+
+@pytest.fixture(scope="module")
+def node():
+    platform_up(1)
+    return Node(NODE)
+
+
+@pytest.fixture
+def clean_node(node):
+    node.remove_worker_container()
+    yield node
+    node.remove_worker_container()
+
+
+def playbook(name, *extra):
+    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    result = subprocess.run(["ansible-playbook", f"playbooks/{name}", *extra], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
+    rc, out = playbook("deploy_mixed.yml", "-e", "conc=64")
+    assert rc == 0, out[-3000:]
+    worker_id = f"{clean_node.address}:30000"
+    # The readiness wait returned only after registration: no polling needed here.
+    assert router_workers(clean_node, CONTAINER, "127.0.0.1") == [worker_id]
+    assert "router sees 1 worker(s)" in out
+    assert "[SIMULATED engine]" in out, "the rehearsal image's label must mark the summary simulated"
+    log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
+    ready_at = log.index("The server is fired up and ready to roll!")
+    assert log.index(f"registered with etcd as worker {worker_id}") > ready_at, \
+        "Infera's wrapper registers after the engine's ready line"
+
+
+def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
+    rc, out = playbook("deploy_mixed.yml", "-e", "conc=64")
+    assert rc == 0, out[-3000:]
+    body = json.dumps({"model": "/data/hf-cache/DeepSeek-V4-Pro", "prompt": "drain me", "max_tokens": DRAIN_TOKENS,
+                       "ignore_eos": True, "temperature": 0})
+    # From the node, not the container: the container is removed by the teardown.
+    clean_node.sh(f"rm -f /tmp/drain.*; (curl -s -o /tmp/drain.json -w '%{{http_code}}' "
+                  f"http://127.0.0.1:8000/v1/completions -H 'Content-Type: application/json' "
+                  f"-d '{body}' >/tmp/drain.code 2>/tmp/drain.err &)")
+    time.sleep(1)
+    started = time.monotonic()
+    rc, out = playbook("teardown.yml")
+    took = time.monotonic() - started
+    assert rc == 0, out[-3000:]
+
+    assert clean_node.sh("cat /tmp/drain.code").stdout == "200", "the request in flight was cut by the teardown"
+    completion = json.loads(clean_node.sh("cat /tmp/drain.json").stdout)
+    assert completion["usage"]["completion_tokens"] == DRAIN_TOKENS
+    log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
+    revoked = log.index(f"deregistered worker {clean_node.address}:30000")
+    drained = log.index("drain: engine idle")
+    assert revoked < drained, "Infera deregisters first, then drains"
+    assert "1 request(s) completed" in log[drained:]
+    assert took < 30 + 60, f"teardown took {took:.0f} s"

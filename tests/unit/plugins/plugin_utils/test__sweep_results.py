@@ -242,6 +242,10 @@ def test_targets_file_shape_and_defaults(tmp_path):
     assert latency['higher_is_better'] is False
 
 
+NOT_A_TARGETS_FILE = ('{path} must be a mapping with a non-empty "targets" mapping of concurrency: value '
+                      '(and optionally "metric" and "higher_is_better")')
+
+
 @pytest.mark.parametrize('text, message', [
     ('metric: Watts/GPU\ntargets: {32: 1}\n',
      "unknown target metric 'Watts/GPU'; use one of: " + ', '.join(results.NUMERIC_COLUMNS)),
@@ -250,13 +254,9 @@ def test_targets_file_shape_and_defaults(tmp_path):
     ('targets: {many: 3}\n', "{path}: 'many' is not a concurrency (expected an integer such as 64)"),
     ('targets: {X64: 3}\n', "{path}: 'X64' is not a concurrency (expected an integer such as 64)"),
     ('targets: {0: 3}\n', '{path}: concurrency 0 must be at least 1'),
-    ('- 32\n', '{path} must be a mapping with a non-empty "targets" mapping of concurrency: value '
-              '(and optionally "metric" and "higher_is_better")'),
-    ('targets: {}\n', '{path} must be a mapping with a non-empty "targets" mapping of concurrency: value '
-                      '(and optionally "metric" and "higher_is_better")'),
-    ('metric: Output Throughput/GPU\ntarget: {32: 1}\n', '{path} must be a mapping with a non-empty "targets" '
-                                                         'mapping of concurrency: value (and optionally "metric" and '
-                                                         '"higher_is_better")'),
+    ('- 32\n', NOT_A_TARGETS_FILE),
+    ('targets: {}\n', NOT_A_TARGETS_FILE),
+    ('metric: Output Throughput/GPU\ntarget: {32: 1}\n', NOT_A_TARGETS_FILE),
     ('targets: {32: 1}\nunit: tok\n', "{path} has unknown keys ['unit']; allowed: metric, targets, higher_is_better"),
     ('targets: {32: 1}\nhigher_is_better: maybe\n', "{path}: higher_is_better must be true or false, not 'maybe'"),
 ])

@@ -569,6 +569,8 @@ def test_progress_line_format():
     assert progress_line('node1', result, 5120) == 'node1: capturing_cuda_graph graph 7/20 (bs=64) elapsed 12:31, log +5120'
     early = {'phase': 'launching', 'graph_progress': {'done': 0, 'total': 0, 'bs': None}, 'elapsed': 5}
     assert progress_line('node1', early, 0) == 'node1: launching graph 0/? (bs=-) elapsed 00:05, log +0'
+    # A slice that failed before the module answered has none of these keys.
+    assert progress_line('node1', {}, -3) == 'node1: unknown graph 0/? (bs=-) elapsed 00:00, log +0'
 
 
 @pytest.mark.parametrize('seconds, text', [(0, '00:00'), (59.9, '00:59'), (61, '01:01'), (2700, '45:00'), (-3, '00:00')])

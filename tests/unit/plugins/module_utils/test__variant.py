@@ -88,6 +88,12 @@ def test_a_variant_without_bounds_is_only_chosen_by_name(recipe):
     assert '--log-requests' in _select(recipe, 64, variant='debug')['argv']
 
 
+def test_a_variant_may_cover_a_single_concurrency(recipe):
+    recipe['variants']['nodp']['max_conc'] = 64
+    recipe['variants']['c128'] = {'min_conc': 128, 'max_conc': 128, 'args': {'--cuda-graph-max-bs': 128}}
+    assert [phase['variant'] for phase in _select(recipe, [64, 128, 200])['phases']] == ['nodp', 'c128', 'dp']
+
+
 def test_the_reason_for_an_explicit_variant_names_concurrencies_no_range_covers(recipe):
     recipe['variants']['dp']['max_conc'] = 512
     assert _select(recipe, [64, 1024], variant='dp')['reason'] == (

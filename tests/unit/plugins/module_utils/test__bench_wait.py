@@ -362,6 +362,51 @@ def test_find_processes_never_returns_this_process():
     assert os.getpid() not in find_processes(own_command_line)
 
 
+def test_find_processes_never_returns_an_ancestor():
+    parent_command_line = open('/proc/%d/cmdline' % os.getppid(), 'rb').read().split(b'\0')[0].decode()
+    assert os.getppid() not in find_processes(parent_command_line)
+
+
+def test_a_match_may_span_arguments_and_undecodable_bytes_are_no_obstacle():
+    mark = 'bench-wait-test-%s' % uuid.uuid4().hex
+    process = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', b'\xff\xfe', '--output-file', mark])
+    try:
+        assert find_processes('--output-file %s' % mark) == [process.pid]
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_pid_already_gone_or_not_ours_does_not_stop_the_others(monkeypatch):
+    gone = subprocess.Popen([sys.executable, '-c', 'pass'])
+    gone.wait()
+    with BenchProcess() as denied, BenchProcess() as bench:
+        real_kill = os.kill
+
+        def kill(pid, signum):
+            if pid == denied.pid:
+                raise PermissionError(1, 'Operation not permitted')
+            real_kill(pid, signum)
+        monkeypatch.setattr(_bench_wait.os, 'kill', kill)
+        assert _bench_wait._signal([gone.pid, denied.pid, bench.pid], signal.SIGTERM) == ([bench.pid], [denied.pid])
+        monkeypatch.undo()
+        assert bench.ended_by() == signal.SIGTERM
+
+
+def test_stop_lets_a_client_finish_on_sigterm_before_any_sigkill():
+    body = ('import signal, sys, time\n'
+            'signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.3), sys.exit(3)))\n'
+            'print("ready", flush=True)\ntime.sleep(60)\n')
+    mark = 'bench-wait-test-%s' % uuid.uuid4().hex
+    process = subprocess.Popen([sys.executable, '-c', body, mark], stdout=subprocess.PIPE)
+    try:
+        process.stdout.readline()
+        assert stop_processes(mark, grace=5) == ([process.pid], [])
+        assert process.wait(timeout=10) == 3
+    finally:
+        process.stdout.close()
+
+
 # ---------------------------------------------------------------- pure helpers
 
 @pytest.mark.parametrize('text, expected', [

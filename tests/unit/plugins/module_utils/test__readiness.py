@@ -382,6 +382,13 @@ def test_a_router_answer_without_a_worker_list_lists_no_one(monkeypatch, answer)
     assert why == (answer[2] or 'HTTP 200, body %r' % (answer[1],))
 
 
+def test_asking_the_router_is_bounded_in_time(monkeypatch):
+    asked = []
+    monkeypatch.setattr(_readiness._health, 'get_json', lambda url, timeout: asked.append(timeout) or (None, None, 'timed out'))
+    _readiness.listed_workers('http://127.0.0.1:8000/v1/workers')
+    assert asked == [3.0]
+
+
 def test_stall_fails_after_stall_timeout(node):
     node.write('\n'.join(LAUNCH[:5]) + '\n')
     started = time.time()
@@ -449,6 +456,13 @@ def test_watch_dir_growth_postpones_the_stall(node):
     assert details['phase'] == 'stalled'
     assert 'no change in %s' % node.jit in details['cause']
     assert 'du -sh %s on node7' % node.jit in message
+
+
+def test_watch_dirs_are_measured_in_bytes_and_files(tmp_path):
+    (tmp_path / 'jit' / 'kernels').mkdir(parents=True)
+    (tmp_path / 'jit' / 'a.so').write_bytes(b'x' * 100)
+    (tmp_path / 'jit' / 'kernels' / 'b.so').write_bytes(b'x' * 250)
+    assert _readiness._dir_signature([str(tmp_path / 'jit'), str(tmp_path / 'missing')]) == [350, 2]
 
 
 def test_max_wait_returns_progress_and_the_next_call_resumes(node):

@@ -572,6 +572,30 @@ def test_a_run_without_any_valid_point_still_gets_all_three_files(run_dir):
     assert '(no valid point)' in summary['table']
 
 
+def test_rebuild_returns_where_everything_is_and_what_it_found(run_dir, tmp_path):
+    standard_run(run_dir)
+    write_manifest(run_dir, 'infera-node-2', [point(32, status='aborted', reason='engine exited')], simulated=False)
+    summary = results.rebuild(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 200, 64: 655.36}\n'))
+    run = results.collect(str(run_dir), str(tmp_path / 't.yml'))
+    assert {key: summary[key] for key in ('run_dir', 'csv_path', 'report_path', 'plot_path', 'simulated', 'hosts',
+                                          'target_metric', 'rows', 'invalid', 'below', 'untargeted', 'table')} == {
+        'run_dir': str(run_dir),
+        'csv_path': str(run_dir / 'results.csv'),
+        'report_path': str(run_dir / 'report.md'),
+        'plot_path': str(run_dir / 'throughput.png'),
+        'simulated': True,
+        'hosts': ['infera-node-1', 'infera-node-2'],
+        'target_metric': 'Output Throughput/GPU (tok/s)',
+        'rows': run['rows'],
+        'invalid': run['invalid'],
+        'below': run['below'],
+        'untargeted': [],
+        'table': results.text_table(run),
+    }
+    assert [(miss['host'], miss['conc']) for miss in summary['below']] == [('infera-node-1', 64), ('infera-node-2', 32)]
+    assert results.rebuild(str(run_dir))['target_metric'] is None
+
+
 def test_rebuild_writes_once_then_reports_no_change_and_check_mode_writes_nothing(run_dir):
     standard_run(run_dir)
     dry = results.rebuild(str(run_dir), check_mode=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,8 @@ from .sweep_runs import (
 )
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+# report.md of two_host_run() as a person reads it, checked by hand against docs/results.md.
+REPORT = Path(__file__).resolve().parents[2] / 'data' / 'sweep-report.md'
 
 
 @pytest.fixture
@@ -521,6 +524,40 @@ def test_invalid_points_are_listed_by_concurrency_even_without_one(run_dir):
         (None, 'nodp'), (1, 'dp'), (32, 'nodp'), (64, 'nodp')]
 
 
+def two_host_run(run_dir):
+    """A simulated host with a valid, an aborted and a dp point; a hardware host whose manifest knows little."""
+    host_dir = write_manifest(
+        run_dir, 'infera-node-1', [point(32), point(256, 'dp'), point(128, status='aborted', reason='engine exited (code 137)')],
+        variants={'nodp': {'argv': ['--tp-size', '8', '--chunked-prefill-size', '8192'], 'env': {'SGLANG_USE_AITER': '1'}},
+                  'dp': {'argv': ['--tp-size', '8', '--dp', '8', '--enable-dp-attention'], 'env': {}}},
+        bench_args={'random_input_len': 8192, 'random_output_len': 1024, 'tokenizer': 'a|b'})
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=200.0))
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256, duration=800.0, tpot=60.0))
+    write_manifest(run_dir, 'infera-node-2', [point(64, 'tp4')], simulated=False, image=None, image_digest=None,
+                   model=None, recipe=None, variants={'nodp': None}, bench_args={})
+
+
+def test_the_report_reads_as_written_in_full(run_dir, tmp_path):
+    two_host_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 200, 128: 100, 1024: 50}\n'))
+    assert results.render_report(run) == REPORT.read_text(encoding='utf-8')
+
+
+def test_the_play_output_table_lists_invalid_points_last(run_dir, tmp_path):
+    two_host_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 200, 128: 100, 1024: 50}\n'))
+    assert results.text_table(run).splitlines()[-2:] == [
+        'INVALID infera-node-1 c128 nodp (aborted): marked aborted by the sweep: engine exited (code 137); '
+        'mix_c128.jsonl is missing (the client writes no line when every request fails, or the point never ran)',
+        "INVALID infera-node-2 c64 tp4 (ok): variant 'tp4' is not in the manifest, so TP/DP/EP are unknown"]
+
+
+def test_a_latency_target_is_lower_is_better_in_the_report(run_dir, tmp_path):
+    standard_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 40}\n'))
+    assert 'Target: **P99 TPOT (ms)** per concurrency from `t.yml` (lower is better).' in results.render_report(run).splitlines()
+
+
 def test_a_hardware_run_is_not_called_simulated(run_dir):
     standard_run(run_dir, simulated=False)
     summary = results.rebuild(str(run_dir))
@@ -569,7 +606,7 @@ def test_a_run_without_any_valid_point_still_gets_all_three_files(run_dir):
     assert summary['rows'] == []
     assert (run_dir / 'throughput.png').read_bytes()[:8] == PNG_SIGNATURE
     assert (run_dir / 'results.csv').read_text(encoding='utf-8').count('\n') == 1
-    assert '(no valid point)' in summary['table']
+    assert '(no valid point)' in summary['table'].splitlines()
 
 
 def test_rebuild_returns_where_everything_is_and_what_it_found(run_dir, tmp_path):

@@ -150,6 +150,14 @@ def test_health_checks_bypass_a_proxy_from_the_environment(point, monkeypatch):
     assert health.hits >= 2
 
 
+def test_a_point_without_numbers_or_a_log_path_still_warns(point):
+    with open(point.exit_file, 'w') as handle:
+        handle.write('0\n')
+    _result, warnings = wait_for_point(point.params(log_path=None))
+    assert warnings == ['the bench client on node3 exited 0 for point c64 but %s has no result line; the point has '
+                        'no numbers, see its log' % point.output]
+
+
 def test_finished_point_wins_over_an_engine_that_died_after_it(point):
     with open(point.exit_file, 'w') as handle:
         handle.write('0\n')

@@ -554,8 +554,25 @@ def test_the_play_output_table_lists_invalid_points_last(run_dir, tmp_path):
 
 def test_a_latency_target_is_lower_is_better_in_the_report(run_dir, tmp_path):
     standard_run(run_dir)
-    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 40}\n'))
-    assert 'Target: **P99 TPOT (ms)** per concurrency from `t.yml` (lower is better).' in results.render_report(run).splitlines()
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 40, 64: 40}\n'))
+    report = results.render_report(run).splitlines()
+    assert 'Target: **P99 TPOT (ms)** per concurrency from `t.yml` (lower is better).' in report
+    assert '| infera-node-1 | 64 | nodp | 8/1/1 | 2949.1 | 327.7 | 2621.4 | 35.1 | 1350.0 | 45.0 | 40.0 | ' \
+           '**ABOVE TARGET (1.12x)** |' in report
+
+
+def test_a_point_without_its_concurrency_or_lengths_in_the_manifest_takes_them_from_its_line(run_dir):
+    unnamed = {'variant': 'nodp', 'file': 'mix_unnamed.jsonl', 'num_prompts': 10}
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(1, 'dp'), unnamed, dict(unnamed, file='mix_c32.jsonl')],
+                              bench_args={})
+    record = bench_record(1, num_prompts=10)
+    del record['max_concurrency']
+    write_lines(host_dir / 'mix_unnamed.jsonl', record)
+    write_lines(host_dir / 'mix_c1.jsonl', bench_record(1))
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, num_prompts=10))
+    rows = results.collect(str(run_dir))['rows']
+    assert [(row['Concurrency'], row['Variant'], row['ISL'], row['OSL']) for row in rows] == [
+        (None, 'nodp', 8192, 1024), (1, 'dp', 8192, 1024), (32, 'nodp', 8192, 1024)]
 
 
 def test_a_hardware_run_is_not_called_simulated(run_dir):

@@ -221,5 +221,8 @@ def test_deploys_and_a_sweep_point_run_exactly_the_walkthrough(node, text, value
     playbook("playbooks/sweep.yml", "-e", json.dumps({"concurrencies": [4], "run_id": "conformance",
                                                       "sweep_results_dir": str(results), **LENGTHS}))
     script = results / "conformance" / node.name / "bench-c4.sh"
+    manifest = json.loads((script.parent / "manifest.json").read_text())
+    if manifest["recipe"] != "dsv4-pro-mi355x-mixed":
+        differences.append(f"sweep manifest: recipe {manifest['recipe']!r}, the walkthrough's is dsv4-pro-mi355x-mixed")
     differences += bench_differences(text, values, script, 4)
     assert not differences, "the collection differs from the walkthrough:\n" + "\n".join(differences)

@@ -5,6 +5,7 @@ exactly as on a real MI355X host. Everything measured here is SIMULATED.
 """
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -76,6 +77,15 @@ class Node:
             time.sleep(0.5)
         tail = "\n".join(text.splitlines()[-30:])
         raise AssertionError(f"{self.name}:{container}:{path}: no '{line}' within {timeout} s; last lines:\n{tail}")
+
+
+def run_playbook(playbook, *extra, env=None, timeout=900):
+    """`ansible-playbook playbooks/<playbook>` with the repository's settings: (returncode, stdout + stderr)."""
+    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+                **(env or {})}
+    result = subprocess.run(["ansible-playbook", f"playbooks/{playbook}", *extra], cwd=REPO, env=full_env,
+                            capture_output=True, text=True, timeout=timeout, check=False)
+    return result.returncode, result.stdout + result.stderr
 
 
 def router_workers(node, container, host, port=8000):

@@ -5,35 +5,15 @@ the rehearsal inventory, and checks what a person at 3 a.m. would see.
 """
 
 import json
-import os
-import subprocess
 
 import pytest
 
-from rehearsal import REPO, Node, platform_up
-
-NODE = "infera-node-1"
-
-
-@pytest.fixture(scope="module")
-def node():
-    platform_up(1)
-    return Node(NODE)
-
-
-@pytest.fixture
-def clean_node(node):
-    node.remove_worker_container()
-    yield node
-    node.remove_worker_container()
+from conftest import NODE
+from rehearsal import run_playbook
 
 
 def deploy(*extra, env=None):
-    cmd = ["ansible-playbook", "playbooks/deploy_mixed.yml", *extra]
-    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-                "ANSIBLE_NOCOLOR": "1", **(env or {})}
-    result = subprocess.run(cmd, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=600, check=False)
-    return result.returncode, result.stdout + result.stderr
+    return run_playbook("deploy_mixed.yml", *extra, env=env, timeout=600)
 
 
 def container_exists(node):
@@ -118,10 +98,8 @@ def test_teardown_deregisters_removes_the_container_and_keeps_the_hf_cache(clean
     assert rc == 0, out[-3000:]
     assert any(key.endswith(f"{clean_node.address}:30000") for key in _registered_workers())
 
-    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
-    result = subprocess.run(["ansible-playbook", "playbooks/teardown.yml"], cwd=REPO, env=full_env,
-                            capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stdout[-3000:]
+    rc, out = run_playbook("teardown.yml", timeout=300)
+    assert rc == 0, out[-3000:]
     assert not any(key.endswith(f"{clean_node.address}:30000") for key in _registered_workers()), \
         "the worker did not deregister on SIGTERM"
     assert not container_exists(clean_node)

@@ -7,43 +7,18 @@ drain before the engine goes.
 """
 
 import json
-import os
-import subprocess
 import time
 
-import pytest
+from rehearsal import router_workers, run_playbook
 
-from rehearsal import REPO, Node, platform_up, router_workers
-
-NODE = "infera-node-1"
 CONTAINER = "sgl_mix"
 LOGS = "/var/lib/infera/sgl_mix/logs"
 # Long enough to still be generating when the teardown's SIGTERM arrives (simulated rate).
 DRAIN_TOKENS = 1500
 
 
-@pytest.fixture(scope="module")
-def node():
-    platform_up(1)
-    return Node(NODE)
-
-
-@pytest.fixture
-def clean_node(node):
-    node.remove_worker_container()
-    yield node
-    node.remove_worker_container()
-
-
-def playbook(name, *extra):
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    result = subprocess.run(["ansible-playbook", f"playbooks/{name}", *extra], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600, check=False)
-    return result.returncode, result.stdout + result.stderr
-
-
 def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
-    rc, out = playbook("deploy_mixed.yml", "-e", "conc=64")
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64")
     assert rc == 0, out[-3000:]
     worker_id = f"{clean_node.address}:30000"
     # The readiness wait returned only after registration: no polling needed here.
@@ -57,7 +32,7 @@ def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
 
 
 def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
-    rc, out = playbook("deploy_mixed.yml", "-e", "conc=64")
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64")
     assert rc == 0, out[-3000:]
     body = json.dumps({"model": "/data/hf-cache/DeepSeek-V4-Pro", "prompt": "drain me", "max_tokens": DRAIN_TOKENS,
                        "ignore_eos": True, "temperature": 0})
@@ -67,7 +42,7 @@ def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
                   f"-d '{body}' >/tmp/drain.code 2>/tmp/drain.err &)")
     time.sleep(1)
     started = time.monotonic()
-    rc, out = playbook("teardown.yml")
+    rc, out = run_playbook("teardown.yml")
     took = time.monotonic() - started
     assert rc == 0, out[-3000:]
 

@@ -12,19 +12,12 @@ import time
 
 import pytest
 
-from rehearsal import REPO, Node, platform_up
-
-NODE = "infera-node-1"
+from conftest import NODE
+from rehearsal import REPO
 TARGETS = REPO / "tests" / "integration" / "data" / "targets-rehearsal-64x64.yml"
 LENGTHS = {"sweep_random_input_len": 64, "sweep_random_output_len": 64}
 NO_LEVER = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": "0.05", "SGLANG_OPT_USE_FUSED_COMPRESS": None},
             "sglang_worker_allow_missing_levers": True}
-
-
-@pytest.fixture(scope="module")
-def node():
-    platform_up(1)
-    return Node(NODE)
 
 
 @pytest.fixture

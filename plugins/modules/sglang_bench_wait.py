@@ -131,31 +131,32 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: sweep | Start the bench client for c{{ item }} detached in the worker container
-  ansible.builtin.command:
-    argv: [docker, exec, -d, sglang-worker, /work/run/bench.sh, "{{ item }}"]
+- name: sweep | Start the bench client for c64 detached in the worker container
+  community.docker.docker_container_exec:
+    container: sgl_mix
+    command: /bin/bash /var/lib/infera/sgl_mix/results/first/bench-c64.sh
+    detach: true
   changed_when: true
 
-- name: sweep | Wait for point c{{ item }}
+- name: sweep | Wait for point c64 (aborted if the worker dies)
   infera.serving.sglang_bench_wait:
-    exit_file: "{{ sweep_work_dir }}/results/bench-c{{ item }}.exit"
-    output_file: "{{ sweep_work_dir }}/results/mix_c{{ item }}.jsonl"
-    log_path: "{{ sweep_work_dir }}/results/bench-c{{ item }}.log"
-    engine_exit_file: "{{ sglang_worker_work_dir }}/run/engine-{{ _sglang_worker_launch_id }}.exit"
-    engine_health_url: "http://127.0.0.1:{{ sglang_worker_port }}/health"
-    kill_match: "mix_c{{ item }}.jsonl"
-    deadline: 3600
     node: "{{ inventory_hostname }}"
-    conc: "{{ item }}"
-  async: 3660
-  poll: 10
-  become: true
+    conc: 64
+    exit_file: /var/lib/infera/sgl_mix/results/first/mix_c64.exit
+    output_file: /var/lib/infera/sgl_mix/results/first/mix_c64.jsonl
+    log_path: /var/lib/infera/sgl_mix/results/first/bench-c64.log
+    engine_exit_file: /var/lib/infera/sgl_mix/run/engine-20261130T054100Z.exit
+    engine_health_url: http://127.0.0.1:30000/health
+    kill_match: /var/lib/infera/sgl_mix/results/first/mix_c64.jsonl
+    deadline: 7200
+  async: 7320
+  poll: 5
 
-- name: sweep | Wait for a short point without health checks
+- name: sweep | Wait for a short point without engine checks
   infera.serving.sglang_bench_wait:
-    exit_file: /var/lib/infera/results/bench-c32.exit
-    output_file: /var/lib/infera/results/mix_c32.jsonl
-    log_path: /var/lib/infera/results/bench-c32.log
+    exit_file: /var/lib/infera/sgl_mix/results/first/mix_c32.exit
+    output_file: /var/lib/infera/sgl_mix/results/first/mix_c32.jsonl
+    log_path: /var/lib/infera/sgl_mix/results/first/bench-c32.log
     deadline: 900
     conc: 32
   register: _sweep_point

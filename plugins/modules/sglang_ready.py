@@ -221,9 +221,8 @@ EXAMPLES = r"""
 
 - name: sglang_worker | Wait with a custom fatal line and a tighter stall guard
   infera.serving.sglang_ready:
-    log_path: /var/log/sglang/engine.log
-    log_offset: "{{ _sglang_worker_log_size_before_launch }}"
-    pid_file: /var/log/sglang/engine.pid
+    log_path: /var/lib/infera/sgl_mix/logs/engine-20261130T054100Z.log
+    exit_file: /var/lib/infera/sgl_mix/run/engine-20261130T054100Z.exit
     health_url: http://127.0.0.1:30000/health
     extra_fatal_patterns:
       - "RuntimeError: NCCL error"
@@ -232,7 +231,7 @@ EXAMPLES = r"""
 
 - name: sglang_worker | Look once and return (no waiting)
   infera.serving.sglang_ready:
-    log_path: /var/log/sglang/engine.log
+    log_path: /var/lib/infera/sgl_mix/logs/engine.log
     max_wait: 1
   register: _sglang_worker_progress
 """

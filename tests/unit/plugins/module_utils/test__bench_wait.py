@@ -377,12 +377,15 @@ def test_find_processes_never_returns_an_ancestor():
 
 def test_a_match_may_span_arguments_and_undecodable_bytes_are_no_obstacle():
     mark = 'bench-wait-test-%s' % uuid.uuid4().hex
-    process = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', b'\xff\xfe', '--output-file', mark])
+    body = 'import time\nprint("ready", flush=True)\ntime.sleep(60)\n'
+    process = subprocess.Popen([sys.executable, '-c', body, b'\xff\xfe', '--output-file', mark], stdout=subprocess.PIPE)
     try:
+        process.stdout.readline()
         assert find_processes('--output-file %s' % mark) == [process.pid]
     finally:
         process.kill()
         process.wait()
+        process.stdout.close()
 
 
 def test_a_pid_already_gone_or_not_ours_does_not_stop_the_others(monkeypatch):

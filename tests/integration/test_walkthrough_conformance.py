@@ -80,7 +80,7 @@ def flag_pairs(tokens):
     pairs = []
     for token in tokens:
         if token.startswith("--"):
-            flag, _, inline = token.partition("=")
+            flag, _sep, inline = token.partition("=")
             pairs.append((flag, (inline,) if inline else ()))
         elif pairs:
             pairs[-1] = (pairs[-1][0], pairs[-1][1] + (token,))
@@ -127,7 +127,7 @@ def container_differences(node, text, values):
     }
     differences, index, expected_counts = [], 2, Counter()
     while index < len(docker_run) and docker_run[index].startswith("-"):
-        flag, _, value = docker_run[index].partition("=")
+        flag, _sep, value = docker_run[index].partition("=")
         if flag == "-d":
             index += 1
             continue

@@ -552,6 +552,16 @@ def test_the_play_output_table_lists_invalid_points_last(run_dir, tmp_path):
         "INVALID infera-node-2 c64 tp4 (ok): variant 'tp4' is not in the manifest, so TP/DP/EP are unknown"]
 
 
+def test_every_target_the_sweep_did_not_run_is_listed(run_dir, tmp_path):
+    standard_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {1024: 50, 2048: 50}\n'))
+    assert 'Targets for concurrencies the sweep did not run: c1024, c2048.' in results.render_report(run).splitlines()
+
+
+def test_a_manifest_without_a_run_id_shows_an_empty_one():
+    assert results._manifest_section({'host': 'infera-node-9', 'simulated': False})[3] == '- run: ``'
+
+
 def test_a_latency_target_is_lower_is_better_in_the_report(run_dir, tmp_path):
     standard_run(run_dir)
     run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 40, 64: 40}\n'))
@@ -578,7 +588,10 @@ def test_a_point_without_its_concurrency_or_lengths_in_the_manifest_takes_them_f
 def test_a_hardware_run_is_not_called_simulated(run_dir):
     standard_run(run_dir, simulated=False)
     summary = results.rebuild(str(run_dir))
-    assert 'SIMULATED' not in (run_dir / 'report.md').read_text(encoding='utf-8')
+    report = (run_dir / 'report.md').read_text(encoding='utf-8')
+    assert 'SIMULATED' not in report
+    assert report.startswith('# Sweep report: 20261129T100000Z\n\n3 valid point(s), 0 invalid, 0 missing the target.')
+    assert '\n## Invalid or aborted points\n\nNone.\n' in report
     assert 'SIMULATED' not in summary['table']
     assert summary['table'].splitlines()[0].split() == ['host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU', 'out/GPU', 'in/GPU',
                                                         'tok/s/user', 'TTFT', 'p99', 'ms', 'TPOT', 'p99', 'ms', 'target']

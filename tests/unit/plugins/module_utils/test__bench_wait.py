@@ -424,6 +424,19 @@ def test_stop_lets_a_client_finish_on_sigterm_before_any_sigkill():
 
 # ---------------------------------------------------------------- pure helpers
 
+@pytest.mark.parametrize('kill_match, killed, denied, expected', [
+    ('mix_c64', [], [41, 42], 'the bench processes 41, 42 could not be stopped (permission denied): run this task with '
+                              'become, and stop them by hand before the next point; the partial point was discarded'),
+    ('mix_c64', [41, 42], [], 'the bench client was stopped (pids 41, 42) and the partial point was discarded'),
+    ('mix_c64', [], [], "no bench process matched 'mix_c64', so none was stopped; the partial point was discarded"),
+    (None, [], [], 'the bench client was not stopped (no kill_match given), so stop it by hand before the next point; '
+                   'the partial point was discarded'),
+])
+def test_what_was_stopped_is_said_in_full(point, kill_match, killed, denied, expected):
+    options = _bench_wait._Options(point.params(kill_match=kill_match))
+    assert _bench_wait._stopped(options, killed, denied) == expected
+
+
 @pytest.mark.parametrize('text, expected', [
     ('0\n', 0),
     ('137', 137),

@@ -154,6 +154,24 @@ def test_invalid_points_say_why(tmp_path, content, num_prompts, reason):
     assert checked['path'] == str(path)
 
 
+@pytest.mark.parametrize('record, problem', [
+    ({}, "the result has no 'completed' count"),
+    ({'completed': 0}, 'no request completed'),
+    ({'completed': 1}, "the result has no finite 'duration' (found None)"),
+    ({'completed': 1, 'duration': -1}, 'duration is -1; it must be more than 0 seconds'),
+    ({'completed': 1, 'duration': 2.0, 'total_output_tokens': 5},
+     "the result has no 'total_input_tokens', so throughput cannot be computed"),
+])
+def test_record_problems_are_named_in_full(record, problem):
+    assert results.record_problem(record) == problem
+
+
+def test_infinities_and_nan_are_spelled_out_at_any_depth_and_never_count_as_numbers():
+    assert results._json_safe({'a': [float('nan'), float('inf'), -float('inf'), 1.5], 'b': 0.0}) == {
+        'a': ['NaN', 'Infinity', '-Infinity', 1.5], 'b': 0.0}
+    assert [results._finite(value) for value in (float('nan'), float('inf'), 2.5)] == [None, None, 2.5]
+
+
 def test_without_num_prompts_any_completed_request_is_enough(tmp_path):
     path = tmp_path / 'mix_c32.jsonl'
     write_lines(path, bench_record(32, num_prompts=3))
@@ -605,8 +623,8 @@ def test_the_plot_is_a_png_and_is_drawn_the_same_way_twice(run_dir, tmp_path):
     assert results.render_plot(run) == image
 
 
-def plot_title(run, monkeypatch):
-    """The title of the figure render_plot saves (it keeps the figure to itself)."""
+def plotted_figure(run, monkeypatch):
+    """The figure render_plot saves (it keeps the figure to itself)."""
     from matplotlib.figure import Figure
 
     saved = []
@@ -618,7 +636,44 @@ def plot_title(run, monkeypatch):
 
     monkeypatch.setattr(Figure, 'savefig', spy)
     results.render_plot(run)
-    return saved[0].get_suptitle()
+    return saved[0]
+
+
+def plot_title(run, monkeypatch):
+    return plotted_figure(run, monkeypatch).get_suptitle()
+
+
+def test_each_panel_plots_every_variant_against_interactivity_with_labels_and_targets(run_dir, tmp_path, monkeypatch):
+    standard_run(run_dir)
+    run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 200, 64: 655.36}\n'))
+    total, output = plotted_figure(run, monkeypatch).axes
+    for axes, label in zip((total, output), ('Token throughput per GPU (tok/s/GPU)', 'Output token throughput per GPU (tok/s/GPU)')):
+        assert (axes.get_xlabel(), axes.get_ylabel()) == ('Interactivity (tok/s/user, 1000 / median TPOT)', label)
+        assert [(line.get_label(), line.get_marker()) for line in axes.get_lines()] == [('nodp', 'o'), ('dp', 'o')]
+        assert [(text.get_text(), text.get_fontsize(), text.xyann) for text in axes.texts] == [
+            ('c64 nodp', 7, (4, 4)), ('c32 nodp', 7, (4, 4)), ('c256 dp', 7, (4, 4))]
+    nodp = output.get_lines()[0]
+    assert list(nodp.get_xdata()) == [pytest.approx(1000 / 28.5), pytest.approx(1000 / 19.0)]
+    assert list(nodp.get_ydata()) == [pytest.approx(327.68), pytest.approx(204.8)]
+    marks, = output.collections
+    assert [tuple(point) for point in marks.get_offsets()] == [(pytest.approx(1000 / 19.0), 200.0),
+                                                              (pytest.approx(1000 / 28.5), 655.36)]
+    assert [tuple(color) for color in marks.get_facecolors()] == [(0.0, 0.0, 0.0, 1.0), (1.0, 0.0, 0.0, 1.0)]
+    assert not total.collections
+
+
+def test_an_empty_plot_says_so(run_dir, monkeypatch):
+    write_manifest(run_dir, 'infera-node-1', [point(32)])
+    for axes in plotted_figure(results.collect(str(run_dir)), monkeypatch).axes:
+        assert [text.get_text() for text in axes.texts] == ['no valid point']
+
+
+def test_a_point_without_interactivity_is_left_off_the_plot(run_dir, monkeypatch):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32), point(64)])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, median_tpot_ms=None))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64))
+    lines = plotted_figure(results.collect(str(run_dir)), monkeypatch).axes[0].get_lines()
+    assert [len(line.get_xdata()) for line in lines] == [1]
 
 
 @pytest.mark.parametrize('simulated, start', [

@@ -620,6 +620,8 @@ def test_the_plot_is_a_png_and_is_drawn_the_same_way_twice(run_dir, tmp_path):
     run = results.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {64: 655.36}\n'))
     image = results.render_plot(run)
     assert image[:8] == PNG_SIGNATURE
+    # 13 x 5.5 inches at 100 dpi: wide enough for two panels and their labels.
+    assert (int.from_bytes(image[16:20], 'big'), int.from_bytes(image[20:24], 'big')) == (1300, 550)
     assert results.render_plot(run) == image
 
 

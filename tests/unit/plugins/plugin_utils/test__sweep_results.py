@@ -658,8 +658,8 @@ def test_each_panel_plots_every_variant_against_interactivity_with_labels_and_ta
     assert list(nodp.get_xdata()) == [pytest.approx(1000 / 28.5), pytest.approx(1000 / 19.0)]
     assert list(nodp.get_ydata()) == [pytest.approx(327.68), pytest.approx(204.8)]
     marks, = output.collections
-    assert [tuple(point) for point in marks.get_offsets()] == [(pytest.approx(1000 / 19.0), 200.0),
-                                                              (pytest.approx(1000 / 28.5), 655.36)]
+    assert [tuple(point) for point in marks.get_offsets()] == [
+        (pytest.approx(1000 / 19.0), 200.0), (pytest.approx(1000 / 28.5), 655.36)]
     assert [tuple(color) for color in marks.get_facecolors()] == [(0.0, 0.0, 0.0, 1.0), (1.0, 0.0, 0.0, 1.0)]
     assert not total.collections
 

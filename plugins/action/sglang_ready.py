@@ -17,10 +17,10 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
 from ansible_collections.infera.serving.plugins.module_utils._readiness import (
     ACTION_ONLY_OPTIONS,
     ARGUMENT_SPEC,
-    ReadinessError,
     default_state_file,
     progress_line,
     validate_action_options,
@@ -43,7 +43,7 @@ class ActionModule(ActionBase):
         _validation, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         try:
             validate_action_options(params)
-        except ReadinessError as error:
+        except WaitError as error:
             raise AnsibleActionFail(str(error))
 
         host = task_vars.get('inventory_hostname') or self._play_context.remote_addr or 'node'

@@ -3,16 +3,15 @@
 
 # This module util is PRIVATE to the infera.serving collection; it may change at any time.
 
-"""Process facts read on the node, shared by the readiness and bench-point waits."""
+"""Processes on the node: whether one runs, its parent, and finding and stopping them by command line."""
 
 from __future__ import annotations
 
 import os
-import re
+import signal
 import time
 
-# The launch wrappers write `echo $? >FILE`: the shell creates the file a moment before the code is in it.
-EXIT_CODE_GRACE = 2.0
+TERM_GRACE = 5.0
 
 
 def _stat_fields(pid):
@@ -46,21 +45,65 @@ def pid_alive(pid):
     return True
 
 
-def read_exit_code(path):
-    """Return the int in an exit file, or None when it is missing or holds no code (yet)."""
+def _proc_cmdline(pid):
     try:
-        with open(path, 'r', errors='replace') as handle:
-            text = handle.read(100).strip()
+        with open('/proc/%d/cmdline' % pid, 'rb') as handle:
+            raw = handle.read()
     except OSError:
-        return None
-    return int(text) if re.match(r'^-?\d+$', text) else None
+        return ''
+    return raw.replace(b'\0', b' ').decode('utf-8', 'replace').strip()
 
 
-def wait_for_exit_code(path, grace=EXIT_CODE_GRACE):
-    """The code in an exit file that has appeared, waiting up to grace seconds for it; None if none comes."""
+def _own_lineage():
+    """This process and its ancestors, which may carry the match text in their own command lines."""
+    lineage = set()
+    pid = os.getpid()
+    while pid and pid not in lineage:
+        lineage.add(pid)
+        pid = parent_pid(pid)
+    return lineage
+
+
+def find_processes(match):
+    """Pids whose command line contains match, leaving out this module and its ancestors."""
+    skip = _own_lineage()
+    found = []
+    try:
+        entries = os.listdir('/proc')
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) in skip:
+            continue
+        # Kernel threads have an empty command line and never match.
+        if match in _proc_cmdline(int(entry)):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def _signal(pids, signum):
+    """Send signum to pids; return (pids signalled, pids it was not allowed to signal)."""
+    sent, denied = [], []
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            denied.append(pid)
+            continue
+        sent.append(pid)
+    return sent, denied
+
+
+def stop_processes(match, grace=TERM_GRACE):
+    """SIGTERM every process matching, SIGKILL those still running after grace seconds.
+
+    Return (pids signalled, pids this user may not signal).
+    """
+    terminated, denied = _signal(find_processes(match), signal.SIGTERM)
     give_up_at = time.time() + grace
-    code = read_exit_code(path)
-    while code is None and time.time() < give_up_at:
+    while any(pid_alive(pid) for pid in terminated) and time.time() < give_up_at:
         time.sleep(0.1)
-        code = read_exit_code(path)
-    return code
+    _signal([pid for pid in terminated if pid_alive(pid)], signal.SIGKILL)
+    return terminated, denied

@@ -3,14 +3,15 @@
 
 # This module util is PRIVATE to the infera.serving collection; it may change at any time.
 
-"""Wait on a node until an SGLang engine launch is ready, has failed, or has stalled.
+"""The readiness watch: wait on a node until an SGLang engine launch is ready, has failed, or has stalled.
 
 The engine runs in a container but writes its log and an exit marker into a host-mounted
 directory, so everything here looks at plain files on the node plus two URLs: the engine's health
 and, where given, the Infera router's worker list (the wrapper registers only after the engine is
 up, so a worker is ready when the router lists it). Progress
 is persisted in a small JSON state file so that successive short calls (the action plugin's
-slices) resume where the previous one stopped.
+slices) resume where the previous one stopped. What a failure tells the user is written in
+_remediation; the files are read through _node_files.
 """
 
 from __future__ import annotations
@@ -18,11 +19,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import tempfile
 import time
 
-from ansible_collections.infera.serving.plugins.module_utils import _health, _procs
+from ansible_collections.infera.serving.plugins.module_utils import _health, _node_files, _procs
+from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
+from ansible_collections.infera.serving.plugins.module_utils._options import WaitOptions, check_url
+from ansible_collections.infera.serving.plugins.module_utils._remediation import (
+    format_duration,
+    readiness_cause,
+    readiness_failure_message,
+)
 
 
 DEFAULT_READY_LINE = 'The server is fired up and ready to roll!'
@@ -44,7 +51,6 @@ STAGES = ('launching', 'loading_weights', 'weights_loaded', 'capturing_cuda_grap
 # Outcomes that end a wait without readiness.
 FAILURES = ('failed', 'stalled', 'timed_out', 'exited')
 
-TAIL_LINES = 30
 MAX_PROGRESS_INTERVAL = 60
 ACTION_ONLY_OPTIONS = ('progress_interval', 'reconnect_retries', 'reconnect_delay')
 
@@ -77,8 +83,6 @@ _HEALTH_TIMEOUT = 3.0
 _SAVE_EVERY = 5.0
 # After a fatal line the engine usually prints the rest of its error (OOM advice, a traceback) in one burst.
 _FATAL_GRACE = 1.5
-_READ_CHUNK = 1 << 20
-_MAX_LINE_CHARS = 1000
 
 _LOAD_BEGIN = re.compile(r'Load weight begin')
 _LOAD_END = re.compile(r'Load weight end')
@@ -88,21 +92,6 @@ _CAPTURE_END = re.compile(r'Capture cuda graph end')
 # Both the simulator's "(bs=64 avail_mem=12.3GB): 7/20" and tqdm's "(bs=64 avail_mem=12.3 GB):  35%|###5 | 7/20 [..]".
 _CAPTURE_PROGRESS = re.compile(r'Capturing batches \(bs=(\d+)[^)]*\):.*?(\d+)/(\d+)')
 
-# Next steps for a fatal line, by what the line says (custom patterns get these too).
-_OOM = re.compile(r'out of memory|OutOfMemoryError|Capture cuda graph failed', re.IGNORECASE)
-_GPU_FAULT = re.compile(r'HSA_STATUS_ERROR|Memory access fault by GPU')
-_BAD_FLAG = re.compile(r'unrecognized arguments')
-_SCHEDULER = re.compile(r'Scheduler hit an exception')
-_SIGQUIT = re.compile(r'Received sigquit', re.IGNORECASE)
-
-
-class ReadinessError(Exception):
-    """A failed wait or bad options; ``details`` are the module's other return values."""
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.details = details
-
 
 # ---------------------------------------------------------------- options
 
@@ -111,62 +100,46 @@ def default_state_file(log_path):
 
 
 def validate_action_options(params):
-    """Check the options only the action plugin uses; raise ReadinessError."""
+    """Check the options only the action plugin uses; raise WaitError."""
     if not 1 <= params['progress_interval'] <= MAX_PROGRESS_INTERVAL:
-        raise ReadinessError('progress_interval must be between 1 and %d seconds (a progress line at least once a '
-                             'minute); got %s' % (MAX_PROGRESS_INTERVAL, params['progress_interval']))
+        raise WaitError('progress_interval must be between 1 and %d seconds (a progress line at least once a '
+                        'minute); got %s' % (MAX_PROGRESS_INTERVAL, params['progress_interval']))
     if params['reconnect_retries'] < 0:
-        raise ReadinessError('reconnect_retries must be 0 or more; got %s' % params['reconnect_retries'])
+        raise WaitError('reconnect_retries must be 0 or more; got %s' % params['reconnect_retries'])
     if params['reconnect_delay'] < 0:
-        raise ReadinessError('reconnect_delay must be 0 or more seconds; got %s' % params['reconnect_delay'])
+        raise WaitError('reconnect_delay must be 0 or more seconds; got %s' % params['reconnect_delay'])
 
 
-class _Options:
+class _Options(WaitOptions):
     """The module options, checked, with regexes compiled."""
 
     def __init__(self, params):
-        self.log_path = params['log_path']
-        self.log_offset = params['log_offset']
-        self.exit_file = params.get('exit_file')
-        self.pid_file = params.get('pid_file')
-        self.health_url = params.get('health_url')
-        self.workers_url = params.get('workers_url')
-        self.worker_id = params.get('worker_id')
-        self.ready_line = params['ready_line']
+        super().__init__(params, ARGUMENT_SPEC)
         self.watch_dirs = list(params.get('watch_dirs') or [])
-        self.stall_timeout = params['stall_timeout']
-        self.deadline = params['deadline']
-        self.started_at = params.get('started_at')
-        self.max_wait = params['max_wait']
         self.state_file = params.get('state_file') or default_state_file(self.log_path)
-        self.poll_interval = params['poll_interval']
-        self.hostname = socket.gethostname()
-        self.node = params.get('node') or self.hostname
         self.fatal_patterns = [_compile(pattern) for pattern in
                                list(params['fatal_patterns']) + list(params.get('extra_fatal_patterns') or [])]
         self._check()
 
     def _check(self):
         if self.log_offset < 0:
-            raise ReadinessError('log_offset must be 0 or more bytes; got %d' % self.log_offset)
+            raise WaitError('log_offset must be 0 or more bytes; got %d' % self.log_offset)
         for name in ('stall_timeout', 'deadline'):
             if getattr(self, name) <= 0:
-                raise ReadinessError('%s must be more than 0 seconds; got %s' % (name, getattr(self, name)))
+                raise WaitError('%s must be more than 0 seconds; got %s' % (name, getattr(self, name)))
         if self.max_wait < 0:
-            raise ReadinessError('max_wait must be 0 (wait until done) or more seconds; got %s' % self.max_wait)
+            raise WaitError('max_wait must be 0 (wait until done) or more seconds; got %s' % self.max_wait)
         if not 0 < self.poll_interval <= 5:
-            raise ReadinessError('poll_interval must be more than 0 and at most 5 seconds (failures must surface '
-                                 'within 5 s); got %s' % self.poll_interval)
+            raise WaitError('poll_interval must be more than 0 and at most 5 seconds (failures must surface '
+                            'within 5 s); got %s' % self.poll_interval)
         if not self.ready_line:
-            raise ReadinessError('ready_line must not be empty')
+            raise WaitError('ready_line must not be empty')
         for name in ('health_url', 'workers_url'):
-            url = getattr(self, name)
-            if url and not re.match(r'^https?://', url):
-                raise ReadinessError('%s must be an http:// or https:// URL; got %r' % (name, url))
+            check_url(name, getattr(self, name))
         if bool(self.workers_url) != bool(self.worker_id):
-            raise ReadinessError('workers_url and worker_id go together (the router\'s /v1/workers URL and the '
-                                 'worker_id it lists, host:port); got only %s'
-                                 % ('workers_url' if self.workers_url else 'worker_id'))
+            raise WaitError('workers_url and worker_id go together (the router\'s /v1/workers URL and the '
+                            'worker_id it lists, host:port); got only %s'
+                            % ('workers_url' if self.workers_url else 'worker_id'))
 
     @property
     def watch_interval(self):
@@ -178,15 +151,10 @@ def _compile(pattern):
     try:
         return re.compile(pattern)
     except re.error as error:
-        raise ReadinessError('fatal pattern %r is not a valid regular expression: %s' % (pattern, error))
+        raise WaitError('fatal pattern %r is not a valid regular expression: %s' % (pattern, error))
 
 
 # ---------------------------------------------------------------- probes
-
-def probe_health(url, timeout=_HEALTH_TIMEOUT):
-    """Probe the engine's health (see _health.probe_health)."""
-    return _health.probe_health(url, timeout)
-
 
 def listed_workers(url, timeout=_HEALTH_TIMEOUT):
     """The worker_ids Infera's router lists at url (GET /v1/workers), or (None, why not)."""
@@ -199,51 +167,26 @@ def listed_workers(url, timeout=_HEALTH_TIMEOUT):
 def _process_exit(exit_file, pid_file):
     """Return None while the engine may be running, else {'code': int or None, 'how': text}."""
     if exit_file and os.path.exists(exit_file):
-        code = _procs.wait_for_exit_code(exit_file)
+        code = _node_files.wait_for_exit_code(exit_file)
         detail = 'code %d' % code if code is not None else 'no code in it'
         return {'code': code, 'how': 'exit file %s appeared (%s)' % (exit_file, detail)}
     if pid_file:
-        pid = _read_pid(pid_file)
+        pid = _node_files.read_pid(pid_file)
         if pid is not None and not _procs.pid_alive(pid):
             return {'code': None, 'how': 'process %d from %s is gone' % (pid, pid_file)}
     return None
-
-
-def _read_pid(pid_file):
-    # The wrapper may not have written it yet: an unreadable pid file says nothing.
-    try:
-        with open(pid_file, 'r') as handle:
-            text = handle.read(32).strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _dir_signature(paths):
-    """Total bytes and file count under paths; a missing directory counts as empty."""
-    total = files = 0
-    for root in paths:
-        for directory, _subdirs, names in os.walk(root):
-            for name in names:
-                try:
-                    info = os.lstat(os.path.join(directory, name))
-                except OSError:
-                    continue
-                total += info.st_size
-                files += 1
-    return [total, files]
 
 
 # ---------------------------------------------------------------- state
 
 def _fresh_state(options, now):
     started_at = options.started_at if options.started_at is not None else now
-    return {
+    state = _node_files.new_reading(options.log_offset)
+    state.update({
         'version': _STATE_VERSION,
         'identity': {'log_path': options.log_path, 'log_offset': options.log_offset},
         'started_at': started_at,
         'log_inode': None,
-        'read_offset': options.log_offset,
         'log_size_seen': None,
         'last_progress_at': now,
         'watch_signature': None,
@@ -252,14 +195,12 @@ def _fresh_state(options, now):
         'phases': {'launching': started_at},
         'weights_elapsed': None,
         'graph': {'done': 0, 'total': 0, 'bs': None},
-        'tail': [],
-        'tail_open': False,
-        'partial': '',
         'ready_line_seen': False,
         'fatal': None,
         'health': {'status': None, 'error': None},
         'registration': {'listed': None, 'error': None},
-    }
+    })
+    return state
 
 
 def _load_state(options, now):
@@ -287,8 +228,8 @@ def _save_state(options, state):
         # Atomic: a slice cut off by a dropped connection never leaves half a state file.
         os.replace(temporary, options.state_file)
     except OSError as error:
-        raise ReadinessError('cannot write the state file %s: %s; set state_file to a writable path'
-                             % (options.state_file, error))
+        raise WaitError('cannot write the state file %s: %s; set state_file to a writable path'
+                        % (options.state_file, error))
 
 
 # ---------------------------------------------------------------- log parsing
@@ -324,34 +265,9 @@ def _scan_segment(options, state, text, now):
     if state['fatal'] is None:
         for pattern in options.fatal_patterns:
             if pattern.search(text):
-                state['fatal'] = {'pattern': pattern.pattern, 'line': text.strip()[:_MAX_LINE_CHARS],
+                state['fatal'] = {'pattern': pattern.pattern, 'line': text.strip()[:_node_files.MAX_LINE_CHARS],
                                   'stage': state['stage'], 'seen_at': now}
                 break
-
-
-def _consume(options, state, complete, now):
-    """Parse bytes that end in a line terminator; keep the tail as a terminal would show it."""
-    pieces = complete.split(b'\n')
-    ends_open = not complete.endswith(b'\n')
-    if not ends_open:
-        pieces.pop()
-    for index, piece in enumerate(pieces):
-        shown = None
-        for segment in piece.split(b'\r'):
-            text = segment.decode('utf-8', 'replace').rstrip()
-            if text:
-                _scan_segment(options, state, text, now)
-                shown = text[:_MAX_LINE_CHARS]
-        # tqdm redraws one line with carriage returns; it continues the open last line of the tail.
-        continues = index == 0 and state['tail_open'] and state['tail']
-        if shown is None:
-            continue
-        if continues:
-            state['tail'][-1] = shown
-        else:
-            state['tail'].append(shown)
-    state['tail_open'] = ends_open
-    del state['tail'][:-TAIL_LINES]
 
 
 def _read_log(options, state, now):
@@ -371,33 +287,9 @@ def _read_log(options, state, now):
     grew = info.st_size != state['log_size_seen'] and info.st_size > 0
     state['log_size_seen'] = info.st_size
     if info.st_size > state['read_offset']:
-        _read_from(options, state, now)
+        # The state is also the reading: its tail and offset go into the state file with the rest.
+        _node_files.read_on(options.log_path, state, lambda text: _scan_segment(options, state, text, now))
     return grew
-
-
-def _read_from(options, state, now):
-    partial = b''
-    with open(options.log_path, 'rb') as handle:
-        handle.seek(state['read_offset'])
-        while True:
-            data = handle.read(_READ_CHUNK)
-            if not data:
-                break
-            end = max(data.rfind(b'\n'), data.rfind(b'\r')) + 1
-            if end == 0 and len(data) == _READ_CHUNK:
-                # One unterminated line longer than a chunk: take it whole rather than never advance.
-                end = len(data)
-            _consume(options, state, data[:end], now)
-            state['read_offset'] += end
-            handle.seek(state['read_offset'])
-            partial = data[end:]
-            if len(data) < _READ_CHUNK:
-                break
-    text = partial.decode('utf-8', 'replace').rstrip()
-    if text:
-        # An unfinished line is scanned now (tqdm's newest count lives there) and read again once complete.
-        _scan_segment(options, state, text, now)
-    state['partial'] = text[:_MAX_LINE_CHARS]
 
 
 def _restart_launch(options, state, now):
@@ -416,7 +308,7 @@ class ReadinessWatch:
         self.options = _Options(params)
 
     def wait(self):
-        """Return the result when ready or out of max_wait; raise ReadinessError on failure."""
+        """Return the result when ready or out of max_wait; raise WaitError on failure."""
         options = self.options
         call_start = time.time()
         state = _load_state(options, call_start)
@@ -464,7 +356,7 @@ class ReadinessWatch:
     def _healthy(self, state):
         if not self.options.health_url:
             return True
-        status, error = probe_health(self.options.health_url)
+        status, error = _health.probe_health(self.options.health_url, _HEALTH_TIMEOUT)
         state['health'] = {'status': status, 'error': error}
         return status == 200
 
@@ -482,7 +374,7 @@ class ReadinessWatch:
         scanned_at = state['watch_scanned_at']
         if scanned_at is not None and now - scanned_at < options.watch_interval:
             return False
-        signature = _dir_signature(options.watch_dirs)
+        signature = _node_files.dir_signature(options.watch_dirs)
         state['watch_scanned_at'] = now
         changed = state['watch_signature'] is not None and signature != state['watch_signature']
         state['watch_signature'] = signature
@@ -492,38 +384,16 @@ class ReadinessWatch:
         kind, exited = outcome if outcome else (None, None)
         result = _result(self.options, state, now, kind, exited)
         if kind in FAILURES:
-            message = _failure_message(self.options, state, now, kind, exited)
-            raise ReadinessError(message, **result)
+            raise WaitError(readiness_failure_message(self.options, state, now, kind, exited, result), **result)
         return result
 
 
 def wait_until_ready(params):
-    """Module entry point: the result dict, or ReadinessError (bad options or a failed launch)."""
+    """Module entry point: the result dict, or WaitError (bad options or a failed launch)."""
     return ReadinessWatch(params).wait()
 
 
-# ---------------------------------------------------------------- results and messages
-
-def format_duration(seconds):
-    seconds = max(int(seconds), 0)
-    return '%02d:%02d' % (seconds // 60, seconds % 60)
-
-
-def _seconds(value):
-    """Seconds as a person reads them: 900, 12, 0.6."""
-    return '%d' % value if value >= 10 or value == int(value) else '%.1f' % value
-
-
-def _tail(state):
-    lines = list(state['tail'])
-    if state['partial']:
-        # After a carriage return the unfinished text redraws the last line, as on a terminal.
-        if state['tail_open'] and lines:
-            lines[-1] = state['partial']
-        else:
-            lines.append(state['partial'])
-    return lines[-TAIL_LINES:]
-
+# ---------------------------------------------------------------- results
 
 def _stage_reached(state, kind):
     if kind == 'ready':
@@ -553,7 +423,7 @@ def _result(options, state, now, kind, exited):
         'graph_progress': dict(state['graph']),
         'elapsed': round(now - state['started_at'], 1),
         'started_at': state['started_at'],
-        'log_tail': _tail(state),
+        'log_tail': _node_files.tail_lines(state),
         'log_bytes': max((state['log_size_seen'] or 0) - options.log_offset, 0),
         'health_status': state['health']['status'],
         'worker_id': options.worker_id,
@@ -563,110 +433,8 @@ def _result(options, state, now, kind, exited):
         'state_file': options.state_file,
     }
     if kind in FAILURES:
-        result['cause'] = _cause(options, state, now, kind, exited)
+        result['cause'] = readiness_cause(options, state, now, kind, exited)
     return result
-
-
-def _cause(options, state, now, kind, exited):
-    if kind == 'failed':
-        fatal = state['fatal']
-        text = 'log line matched %r: %s' % (fatal['pattern'], fatal['line'])
-        return text + ('; then the engine exited (%s)' % exited['how'] if exited else '')
-    if kind == 'exited':
-        return 'the engine process exited: %s' % exited['how']
-    if kind == 'timed_out':
-        return 'not ready %s after the start (deadline %s s)' % (format_duration(now - state['started_at']),
-                                                                 _seconds(options.deadline))
-    quiet = _seconds(now - state['last_progress_at'])
-    if state['log_size_seen'] is None:
-        return 'the log %s has not appeared for %s s' % (options.log_path, quiet)
-    if state['stage'] == 'registering':
-        registration = state['registration']
-        seen = registration['error'] or 'it lists %s' % (', '.join(registration['listed']) or 'no worker')
-        return ('the engine is ready but the router (%s) has not listed worker %s for %s s (%s)'
-                % (options.workers_url, options.worker_id, quiet, seen))
-    if state['ready_line_seen']:
-        health = state['health']
-        return ('the ready line was logged but %s has not answered 200 for %s s (last: %s)'
-                % (options.health_url, quiet, health['status'] or health['error']))
-    watched = ' and no change in %s' % ', '.join(options.watch_dirs) if options.watch_dirs else ''
-    return 'no new log output%s for %s s (stall_timeout %s s)' % (watched, quiet, _seconds(options.stall_timeout))
-
-
-def _next_step(options, state, kind, exited):
-    inspect = 'inspect %s' % options.log_path
-    if kind == 'failed':
-        return _after_fatal_line(options, state['fatal'], inspect)
-    if kind == 'exited':
-        return _after_exit(options, exited, inspect)
-    if kind == 'timed_out':
-        return ('if the log or the watch dirs still move, raise deadline (cold start with cuda-graph capture takes '
-                '~30 min on 8xMI355X); to start faster lower --cuda-graph-max-bs; %s' % inspect)
-    return _after_stall(options, state, inspect)
-
-
-def _after_fatal_line(options, fatal, inspect):
-    line = fatal['line']
-    if _OOM.search(line):
-        if fatal['stage'] in ('launching', 'loading_weights'):
-            return ('lower --mem-fraction-static and check that nothing else holds GPU memory '
-                    '(rocm-smi --showpids on %s), then restart the worker' % options.node)
-        return 'lower --cuda-graph-max-bs or --mem-fraction-static in the recipe, then restart the worker'
-    if _GPU_FAULT.search(line):
-        return ('check the GPUs on %s (rocm-smi, dmesg); a GPU reset or draining the node may be needed before '
-                'a restart; %s' % (options.node, inspect))
-    if _BAD_FLAG.search(line):
-        return 'check the flag against the recipe and against the engine\'s --help inside the image'
-    if _SCHEDULER.search(line):
-        return 'read the traceback that follows this line in the log tail below; %s' % inspect
-    if _SIGQUIT.search(line):
-        return 'a child process died: find the first error above this line in the log tail below; %s' % inspect
-    return inspect
-
-
-def _after_exit(options, exited, inspect):
-    if exited['code'] == 137:
-        return ('code 137 is SIGKILL, often the kernel OOM killer: check dmesg on %s and the container memory; %s'
-                % (options.node, inspect))
-    if exited['code'] == 0:
-        return ('code 0 is a clean shutdown, so something stopped it (docker stop, a SIGTERM, a second launch); %s'
-                % inspect)
-    return inspect
-
-
-def _after_stall(options, state, inspect):
-    if state['log_size_seen'] is None:
-        return ('check that the launch wrapper started the engine (docker ps / docker logs on %s) and that '
-                'log_path is the host-side path of the mounted log' % options.node)
-    if state['stage'] == 'registering':
-        return ('check that the worker and the router use the same etcd endpoint and prefix and the same plane flags '
-                '(--discovery-backend, --request-transport), and look for "registered with etcd as worker" or a lease '
-                'error in %s' % options.log_path)
-    if state['ready_line_seen']:
-        return ('check that health_url matches the engine host and port (curl -v %s on %s)'
-                % (options.health_url, options.node))
-    if state['stage'] == 'capturing_cuda_graph':
-        caches = ' '.join(options.watch_dirs) or '/sgl-workspace/aiter/aiter/jit (or wherever the JIT cache is mounted)'
-        return ('capture can look like a hang: check for progress with du -sh %s on %s, then raise stall_timeout '
-                'or lower --cuda-graph-max-bs to capture fewer graphs; %s' % (caches, options.node, inspect))
-    if state['stage'] in ('launching', 'loading_weights'):
-        return ('check that the model storage is mounted and being read on %s (the HF cache bind mount, iostat); '
-                'raise stall_timeout if it is only slow; %s' % (options.node, inspect))
-    return inspect
-
-
-def _failure_message(options, state, now, kind, exited):
-    who = options.node if options.node == options.hostname else '%s (host %s)' % (options.node, options.hostname)
-    graph = state['graph']
-    graph_text = ' (graph %d/%d, bs=%s)' % (graph['done'], graph['total'], graph['bs']) if graph['total'] else ''
-    verb = {'failed': 'failed', 'exited': 'exited', 'stalled': 'stalled', 'timed_out': 'timed out'}[kind]
-    tail = _tail(state)
-    head = ('SGLang engine on %s %s during stage %s%s, %s after the start. Cause: %s. Next step: %s.'
-            % (who, verb, _stage_reached(state, kind), graph_text, format_duration(now - state['started_at']),
-               _cause(options, state, now, kind, exited), _next_step(options, state, kind, exited)))
-    if not tail:
-        return head + '\n(no log lines from %s)' % options.log_path
-    return head + '\nLast %d lines of %s:\n%s' % (len(tail), options.log_path, '\n'.join(tail))
 
 
 def progress_line(host, result, log_delta):

@@ -19,12 +19,11 @@ description:
     have passed since the module started. An aborted point fails the task. First the bench processes are stopped
     (O(kill_match)), so a client cannot go on hammering a dead or restarted engine, or the next point.
   - The failure message is written to be acted on at 3 a.m. It names the node, the stage and the point (O(stage),
-    O(conc)), the cause and a next step. The last 30 lines of the bench log follow it.
+    O(conc)), the cause and a next step. When the worker died, the last 30 lines of the engine log (O(engine_log))
+    follow it. The last 30 lines of the bench log come last.
   - Meant to run with C(async) and C(poll) so that a point of an hour survives a dropped SSH connection. Set C(async)
     a little above O(deadline) (for example O(deadline) + 60) so the module, not the async timeout, reports the
     deadline, and stops the client.
-author:
-  - Infera serving maintainers (@infera)
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.action_group
@@ -70,12 +69,13 @@ options:
       - The engine launch's exit file (for example C(<work>/run/engine-<launch>.exit)). Its appearance means the engine
         died, which aborts the point. An engine exit file present at the start aborts the point at once.
     type: path
-  engine_log_path:
+  engine_log:
     description:
-      - The engine log, named in the next step when the worker dies or the point runs out of time.
-      - By default it is derived from O(engine_exit_file) in the C(sglang_worker) role's layout, where
-        C(<work>/run/engine-<launch>.exit) goes with C(<work>/logs/engine-<launch>.log).
+      - The engine's log, as a path on the node. When the worker dies, its last 30 lines are shown in the failure
+        message, and the next step names it (also when the point runs out of time).
+      - Without it no engine log lines are shown; the message says so. Nothing is derived from O(engine_exit_file).
     type: path
+    aliases: [engine_log_path]
   engine_health_url:
     description:
       - The engine's health URL, for example V(http://127.0.0.1:30000/health). HTTP 200 means alive. Any other answer,
@@ -128,6 +128,8 @@ requirements:
   - Python 3 on the node, with C(/proc) (Linux).
 seealso:
   - module: infera.serving.sglang_ready
+author:
+  - Infera serving maintainers (@infera)
 """
 
 EXAMPLES = r"""
@@ -146,6 +148,7 @@ EXAMPLES = r"""
     output_file: /var/lib/infera/sgl_mix/results/first/mix_c64.jsonl
     log_path: /var/lib/infera/sgl_mix/results/first/bench-c64.log
     engine_exit_file: /var/lib/infera/sgl_mix/run/engine-20261130T054100Z.exit
+    engine_log: /var/lib/infera/sgl_mix/logs/engine-20261130T054100Z.log
     engine_health_url: http://127.0.0.1:30000/health
     kill_match: /var/lib/infera/sgl_mix/results/first/mix_c64.jsonl
     deadline: 7200
@@ -204,21 +207,14 @@ killed_pids:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.infera.serving.plugins.module_utils._bench_wait import (
-    ARGUMENT_SPEC,
-    BenchWaitError,
-    wait_for_point,
-)
+from ansible_collections.infera.serving.plugins.module_utils._bench_wait import ARGUMENT_SPEC, wait_for_point
+from ansible_collections.infera.serving.plugins.module_utils._errors import run_or_fail
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False)
 
-    try:
-        result, warnings = wait_for_point(module.params)
-    except BenchWaitError as error:
-        module.fail_json(msg=str(error), **error.details)
-
+    result, warnings = run_or_fail(module, wait_for_point)
     for warning in warnings:
         module.warn(warning)
     module.exit_json(**result)

@@ -332,11 +332,8 @@ cause:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.infera.serving.plugins.module_utils._readiness import (
-    ARGUMENT_SPEC,
-    ReadinessError,
-    wait_until_ready,
-)
+from ansible_collections.infera.serving.plugins.module_utils._errors import run_or_fail
+from ansible_collections.infera.serving.plugins.module_utils._readiness import ARGUMENT_SPEC, wait_until_ready
 
 
 def main():
@@ -344,11 +341,7 @@ def main():
     # documented options and the argument spec agree.
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
 
-    try:
-        result = wait_until_ready(module.params)
-    except ReadinessError as error:
-        module.fail_json(msg=str(error), **error.details)
-
+    result = run_or_fail(module, wait_until_ready)
     module.exit_json(changed=False, **result)
 
 

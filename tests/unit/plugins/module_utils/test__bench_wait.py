@@ -5,28 +5,18 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _bench_wait
-from ansible_collections.infera.serving.plugins.module_utils._bench_wait import (
-    ARGUMENT_SPEC,
-    BenchWaitError,
-    count_lines,
-    default_engine_log,
-    find_processes,
-    log_tail,
-    stop_processes,
-    wait_for_point,
-)
-from ansible_collections.infera.serving.plugins.module_utils._procs import read_exit_code
+from ansible_collections.infera.serving.plugins.module_utils import _procs
+from ansible_collections.infera.serving.plugins.module_utils._bench_wait import ARGUMENT_SPEC, wait_for_point
+from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
 
 from .health_server import HealthServer
+from .processes import BenchProcess
 
 RESULT_LINE = '{"backend": "sglang-oai", "max_concurrency": 64, "output_throughput": 5120.3}'
 BENCH_LOG = [
@@ -38,38 +28,6 @@ BENCH_LOG = [
 
 
 # ---------------------------------------------------------------- helpers
-
-class BenchProcess:
-    """A real child process standing in for the bench client, recognisable by a unique argument."""
-
-    def __init__(self, ignore_sigterm=False):
-        self.mark = 'bench-wait-test-%s' % uuid.uuid4().hex
-        body = 'import signal, time\n'
-        if ignore_sigterm:
-            body += 'signal.signal(signal.SIGTERM, signal.SIG_IGN)\n'
-        body += 'print("ready", flush=True)\ntime.sleep(60)\n'
-        self.process = subprocess.Popen([sys.executable, '-c', body, '--output-file', '/results/%s.jsonl' % self.mark],
-                                        stdout=subprocess.PIPE)
-        # Signal handling is in place once it has printed.
-        self.process.stdout.readline()
-
-    @property
-    def pid(self):
-        return self.process.pid
-
-    def ended_by(self):
-        """The signal that ended it, waiting briefly."""
-        return -self.process.wait(timeout=10)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=10)
-        self.process.stdout.close()
-
 
 def later(delay, write_path, text):
     """Write text to write_path after delay seconds, from a thread, the way a wrapper writes its markers."""
@@ -99,7 +57,8 @@ def point(tmp_path):
         def params(**overrides):
             params = {name: spec.get('default') for name, spec in ARGUMENT_SPEC.items()}
             params.update(exit_file=Point.exit_file, output_file=Point.output, log_path=Point.log,
-                          engine_exit_file=Point.engine_exit, poll_interval=0.05, node='node3', conc=64, deadline=30)
+                          engine_exit_file=Point.engine_exit, engine_log=Point.engine_log, poll_interval=0.05,
+                          node='node3', conc=64, deadline=30)
             params.update(overrides)
             return params
 
@@ -109,7 +68,7 @@ def point(tmp_path):
 
 
 def failure(params):
-    with pytest.raises(BenchWaitError) as error:
+    with pytest.raises(WaitError) as error:
         wait_for_point(params)
     return str(error.value), error.value.details
 
@@ -245,7 +204,7 @@ def test_engine_exit_mid_point_aborts_and_stops_the_client(point):
 def test_failing_health_aborts_after_n_checks_in_a_row(point):
     with HealthServer(status=503) as health, BenchProcess() as bench:
         result = failure(point.params(engine_health_url=health.url, health_interval=0.1, health_failures=4,
-                                      kill_match=bench.mark, engine_log_path='/srv/sglang/logs/engine.log'))
+                                      kill_match=bench.mark, engine_log='/srv/sglang/logs/engine.log'))
         message, details = result
         assert bench.ended_by() == signal.SIGTERM
     assert health.hits >= 4
@@ -336,17 +295,6 @@ def test_abort_with_nothing_left_to_stop_changes_nothing(point):
     assert details['changed'] is False
 
 
-# ---------------------------------------------------------------- processes
-
-def test_stop_escalates_to_sigkill_when_sigterm_is_ignored():
-    with BenchProcess(ignore_sigterm=True) as bench:
-        assert find_processes(bench.mark) == [bench.pid]
-        started = time.time()
-        assert stop_processes(bench.mark, grace=0.3) == ([bench.pid], [])
-        assert bench.ended_by() == signal.SIGKILL
-        assert time.time() - started < 3
-
-
 def test_processes_it_may_not_signal_are_named_in_the_message(point, monkeypatch):
     real_kill = os.kill
     with BenchProcess() as bench:
@@ -354,7 +302,7 @@ def test_processes_it_may_not_signal_are_named_in_the_message(point, monkeypatch
             if pid == bench.pid:
                 raise PermissionError(1, 'Operation not permitted')
             real_kill(pid, signum)
-        monkeypatch.setattr(_bench_wait.os, 'kill', kill)
+        monkeypatch.setattr(_procs.os, 'kill', kill)
         with open(point.engine_exit, 'w') as handle:
             handle.write('137')
         message, details = failure(point.params(kill_match=bench.mark))
@@ -365,144 +313,50 @@ def test_processes_it_may_not_signal_are_named_in_the_message(point, monkeypatch
             % bench.pid) in message
 
 
-def test_find_processes_never_returns_this_process():
-    own_command_line = open('/proc/self/cmdline', 'rb').read().split(b'\0')[0].decode()
-    assert os.getpid() not in find_processes(own_command_line)
+# ---------------------------------------------------------------- the engine log
+
+def test_a_dead_engine_shows_the_tail_of_engine_log(point):
+    os.makedirs(os.path.dirname(point.engine_log))
+    with open(point.engine_log, 'w') as handle:
+        handle.write('[TP0] Scheduler hit an exception: Traceback (most recent call last):\n'
+                     'torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB\n')
+    later(0.2, point.engine_exit, '137\n')
+    message, details = failure(point.params())
+    assert message.splitlines()[1:4] == [
+        'Last 2 lines of %s:' % point.engine_log,
+        '[TP0] Scheduler hit an exception: Traceback (most recent call last):',
+        'torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB',
+    ]
+    assert message.endswith('Last 4 lines of %s:\n%s' % (point.log, '\n'.join(BENCH_LOG)))
+    assert details['log_tail'] == BENCH_LOG
 
 
-def test_find_processes_never_returns_an_ancestor(monkeypatch):
-    # The module runs under a shell whose command line holds the match: that shell must survive.
-    with BenchProcess() as parent:
-        real_parent_pid = _bench_wait._procs.parent_pid
-        monkeypatch.setattr(_bench_wait._procs, 'parent_pid',
-                            lambda pid: parent.pid if pid == os.getpid() else None if pid == parent.pid else real_parent_pid(pid))
-        assert find_processes(parent.mark) == []
+def test_a_dead_engine_without_engine_log_says_none_was_given(point):
+    with open(point.engine_exit, 'w') as handle:
+        handle.write('137\n')
+    message, details = failure(point.params(engine_log=None))
+    assert message.splitlines()[1] == '(no engine log was given: set engine_log to show its last lines here)'
+    assert 'read the engine log (engine.log in the sglang_worker log dir) and redeploy' in message.splitlines()[0]
+    assert details['cause'] == 'the engine exit file %s appeared (code 137)' % point.engine_exit
 
 
-def test_a_match_may_span_arguments_and_undecodable_bytes_are_no_obstacle():
-    mark = 'bench-wait-test-%s' % uuid.uuid4().hex
-    body = 'import time\nprint("ready", flush=True)\ntime.sleep(60)\n'
-    process = subprocess.Popen([sys.executable, '-c', body, b'\xff\xfe', '--output-file', mark], stdout=subprocess.PIPE)
-    try:
-        process.stdout.readline()
-        assert find_processes('--output-file %s' % mark) == [process.pid]
-    finally:
-        process.kill()
-        process.wait()
-        process.stdout.close()
+def test_nothing_is_derived_from_the_engine_exit_file(point):
+    # The sglang_worker layout once gave <work>/logs/engine-7.log for <work>/run/engine-7.exit; now only engine_log does.
+    os.makedirs(os.path.dirname(point.engine_log))
+    with open(point.engine_log, 'w') as handle:
+        handle.write('engine line that must not be shown\n')
+    with open(point.engine_exit, 'w') as handle:
+        handle.write('1\n')
+    message, _details = failure(point.params(engine_log=None))
+    assert 'engine line that must not be shown' not in message
+    assert point.engine_log not in message
 
 
-def test_a_pid_already_gone_or_not_ours_does_not_stop_the_others(monkeypatch):
-    gone = subprocess.Popen([sys.executable, '-c', 'pass'])
-    gone.wait()
-    with BenchProcess() as denied, BenchProcess() as bench:
-        real_kill = os.kill
-
-        def kill(pid, signum):
-            if pid == denied.pid:
-                raise PermissionError(1, 'Operation not permitted')
-            real_kill(pid, signum)
-        monkeypatch.setattr(_bench_wait.os, 'kill', kill)
-        assert _bench_wait._signal([gone.pid, denied.pid, bench.pid], signal.SIGTERM) == ([bench.pid], [denied.pid])
-        monkeypatch.undo()
-        assert bench.ended_by() == signal.SIGTERM
+def test_the_old_option_name_engine_log_path_is_an_alias():
+    assert ARGUMENT_SPEC['engine_log']['aliases'] == ['engine_log_path']
 
 
-def test_stop_lets_a_client_finish_on_sigterm_before_any_sigkill():
-    body = ('import signal, sys, time\n'
-            'signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.3), sys.exit(3)))\n'
-            'print("ready", flush=True)\ntime.sleep(60)\n')
-    mark = 'bench-wait-test-%s' % uuid.uuid4().hex
-    process = subprocess.Popen([sys.executable, '-c', body, mark], stdout=subprocess.PIPE)
-    try:
-        process.stdout.readline()
-        assert stop_processes(mark, grace=5) == ([process.pid], [])
-        assert process.wait(timeout=10) == 3
-    finally:
-        process.stdout.close()
-
-
-# ---------------------------------------------------------------- pure helpers
-
-@pytest.mark.parametrize('kill_match, killed, denied, expected', [
-    ('mix_c64', [], [41, 42], 'the bench processes 41, 42 could not be stopped (permission denied): run this task with '
-                              'become, and stop them by hand before the next point; the partial point was discarded'),
-    ('mix_c64', [41, 42], [], 'the bench client was stopped (pids 41, 42) and the partial point was discarded'),
-    ('mix_c64', [], [], "no bench process matched 'mix_c64', so none was stopped; the partial point was discarded"),
-    (None, [], [], 'the bench client was not stopped (no kill_match given), so stop it by hand before the next point; '
-                   'the partial point was discarded'),
-])
-def test_what_was_stopped_is_said_in_full(point, kill_match, killed, denied, expected):
-    options = _bench_wait._Options(point.params(kill_match=kill_match))
-    assert _bench_wait._stopped(options, killed, denied) == expected
-
-
-@pytest.mark.parametrize('text, expected', [
-    ('0\n', 0),
-    ('137', 137),
-    ('  -15 \n', -15),
-    ('', None),
-    ('oops', None),
-])
-def test_read_exit_code(tmp_path, text, expected):
-    path = tmp_path / 'bench.exit'
-    path.write_text(text)
-    assert read_exit_code(str(path)) == expected
-
-
-def test_read_exit_code_of_a_missing_file(tmp_path):
-    assert read_exit_code(str(tmp_path / 'missing.exit')) is None
-
-
-@pytest.mark.parametrize('text, expected', [
-    ('', 0),
-    (RESULT_LINE + '\n', 1),
-    (RESULT_LINE + '\n' + RESULT_LINE, 2),
-    (RESULT_LINE + '\n\n' + RESULT_LINE + '\n\n', 2),
-])
-def test_count_lines(tmp_path, text, expected):
-    path = tmp_path / 'mix.jsonl'
-    path.write_text(text)
-    assert count_lines(str(path)) == expected
-
-
-def test_count_lines_of_a_missing_or_unset_file(tmp_path):
-    assert count_lines(str(tmp_path / 'missing.jsonl')) == 0
-    assert count_lines(None) == 0
-
-
-def test_log_tail_collapses_tqdm_redraws_and_keeps_30_lines(tmp_path):
-    progress_bar = '%3d%%|#####     | %d/640 [00:10<00:10, 30.0it/s]'
-    path = tmp_path / 'bench.log'
-    path.write_text('\n'.join('line %d' % number for number in range(40)) + '\n'
-                    + ''.join('\r' + progress_bar % (k * 10, k * 64) for k in range(1, 6)) + '\n'
-                    + '============ Serving Benchmark Result ============\n'
-                    + ''.join('\r' + progress_bar % (k * 10, k * 64) for k in range(6, 8)))
-    tail = log_tail(str(path))
-    assert len(tail) == 30
-    assert tail[-3:] == [progress_bar % (50, 320), '============ Serving Benchmark Result ============', progress_bar % (70, 448)]
-    assert tail[0] == 'line 13'
-
-
-def test_log_tail_of_a_huge_log_starts_at_a_whole_line(tmp_path):
-    path = tmp_path / 'bench.log'
-    path.write_text('x' * 300000 + '\nlast line\n')
-    assert log_tail(str(path)) == ['last line']
-
-
-def test_log_tail_of_a_missing_or_unset_log(tmp_path):
-    assert log_tail(str(tmp_path / 'missing.log')) == []
-    assert log_tail(None) == []
-
-
-@pytest.mark.parametrize('exit_file, expected', [
-    ('/srv/sglang/run/engine-20251129-1.exit', '/srv/sglang/logs/engine-20251129-1.log'),
-    ('/srv/sglang/engine.exit', None),
-    (None, None),
-])
-def test_default_engine_log(exit_file, expected):
-    assert default_engine_log(exit_file) == expected
-
+# ---------------------------------------------------------------- options
 
 @pytest.mark.parametrize('overrides, message', [
     ({'deadline': 0}, 'deadline must be more than 0 seconds'),

@@ -12,11 +12,10 @@ import time
 import pytest
 
 from ansible_collections.infera.serving.plugins.module_utils import _readiness
+from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
 from ansible_collections.infera.serving.plugins.module_utils._readiness import (
     ARGUMENT_SPEC,
     DEFAULT_FATAL_PATTERNS,
-    ReadinessError,
-    format_duration,
     progress_line,
     wait_until_ready,
 )
@@ -108,7 +107,7 @@ def node(tmp_path):
 
 
 def failure(params):
-    with pytest.raises(ReadinessError) as error:
+    with pytest.raises(WaitError) as error:
         wait_until_ready(params)
     return str(error.value), error.value.details
 
@@ -458,13 +457,6 @@ def test_watch_dir_growth_postpones_the_stall(node):
     assert 'du -sh %s on node7' % node.jit in message
 
 
-def test_watch_dirs_are_measured_in_bytes_and_files(tmp_path):
-    (tmp_path / 'jit' / 'kernels').mkdir(parents=True)
-    (tmp_path / 'jit' / 'a.so').write_bytes(b'x' * 100)
-    (tmp_path / 'jit' / 'kernels' / 'b.so').write_bytes(b'x' * 250)
-    assert _readiness._dir_signature([str(tmp_path / 'jit'), str(tmp_path / 'missing')]) == [350, 2]
-
-
 def test_max_wait_returns_progress_and_the_next_call_resumes(node):
     node.write('\n'.join(LAUNCH[:3]) + '\n')
     first = wait_until_ready(node.params(max_wait=0.3))
@@ -542,7 +534,7 @@ def test_state_for_another_log_offset_is_ignored(node):
     ({'worker_id': '10.0.0.5:30000'}, 'workers_url and worker_id go together'),
 ])
 def test_bad_options_are_named(node, overrides, expected):
-    with pytest.raises(ReadinessError) as error:
+    with pytest.raises(WaitError) as error:
         wait_until_ready(node.params(**overrides))
     assert expected in str(error.value)
 
@@ -557,7 +549,7 @@ def test_bad_options_are_named(node, overrides, expected):
 ])
 def test_bad_action_options_are_named(overrides, expected):
     params = dict({'progress_interval': 30, 'reconnect_retries': 10, 'reconnect_delay': 5.0}, **overrides)
-    with pytest.raises(ReadinessError) as error:
+    with pytest.raises(WaitError) as error:
         _readiness.validate_action_options(params)
     assert str(error.value) == expected
 
@@ -573,7 +565,7 @@ def test_action_options_at_their_limits_are_accepted(params):
 def test_unwritable_state_file_is_named(node, tmp_path):
     blocker = tmp_path / 'file'
     blocker.write_text('')
-    with pytest.raises(ReadinessError) as error:
+    with pytest.raises(WaitError) as error:
         wait_until_ready(node.params(state_file=str(blocker / 'state.json'), max_wait=0.1))
     assert 'cannot write the state file' in str(error.value)
 
@@ -585,18 +577,3 @@ def test_progress_line_format():
     assert progress_line('node1', early, 0) == 'node1: launching graph 0/? (bs=-) elapsed 00:05, log +0'
     # A slice that failed before the module answered has none of these keys.
     assert progress_line('node1', {}, -3) == 'node1: unknown graph 0/? (bs=-) elapsed 00:00, log +0'
-
-
-@pytest.mark.parametrize('seconds, text', [(0, '00:00'), (59.9, '00:59'), (61, '01:01'), (2700, '45:00'), (-3, '00:00')])
-def test_format_duration(seconds, text):
-    assert format_duration(seconds) == text
-
-
-def test_health_probe_ignores_a_proxy_set_in_the_environment(monkeypatch):
-    """The engine's health is on loopback: a proxy in the environment must not intercept it."""
-    for name in ("http_proxy", "HTTP_PROXY"):
-        monkeypatch.setenv(name, "http://127.0.0.1:9")
-    monkeypatch.delenv("no_proxy", raising=False)
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    with HealthServer() as health:
-        assert _readiness.probe_health(health.url, timeout=5) == (200, None)

@@ -108,3 +108,25 @@ def test_exit_file_is_required():
     kind, result, _warnings = run_module(sglang_bench_wait.main, {})
     assert kind == 'fail'
     assert 'exit_file' in result['msg']
+
+
+@pytest.mark.parametrize('option', ['engine_log', 'engine_log_path'])
+def test_dead_engine_shows_the_tail_of_engine_log(point, tmp_path, option):
+    # engine_log_path is the option's name from before it was renamed engine_log.
+    engine_log = tmp_path / 'engine-3.log'
+    engine_log.write_text('Load weight end.\n\rCapturing batches: 3/20\rCapturing batches: 4/20\nKilled\n')
+    point['engine_exit_file'].write_text('137\n')
+    kind, result, _warnings = run_module(sglang_bench_wait.main, args(point, **{option: str(engine_log)}))
+    assert kind == 'fail'
+    assert result['msg'].splitlines()[1:5] == ['Last 3 lines of %s:' % engine_log, 'Load weight end.',
+                                               'Capturing batches: 4/20', 'Killed']
+    assert 'read the engine log %s and redeploy' % engine_log in result['msg']
+    assert result['log_tail'] == ['Starting warmup with 256 sequences...']
+
+
+def test_dead_engine_without_engine_log_says_no_engine_log_was_given(point):
+    point['engine_exit_file'].write_text('137\n')
+    kind, result, _warnings = run_module(sglang_bench_wait.main, args(point))
+    assert kind == 'fail'
+    assert result['msg'].splitlines()[1] == '(no engine log was given: set engine_log to show its last lines here)'
+    assert result['msg'].endswith('\nLast line of %s:\nStarting warmup with 256 sequences...' % point['log_path'])

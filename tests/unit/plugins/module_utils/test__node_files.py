@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Reading the node's files: exit and pid files, log tails (whole and incremental), jsonl lines, dir sizes."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from ansible_collections.infera.serving.plugins.module_utils._node_files import (
+    count_lines,
+    dir_signature,
+    log_tail,
+    new_reading,
+    read_exit_code,
+    read_on,
+    read_pid,
+    tail_lines,
+    wait_for_exit_code,
+)
+
+RESULT_LINE = '{"backend": "sglang-oai", "max_concurrency": 64, "output_throughput": 5120.3}'
+PROGRESS_BAR = '%3d%%|#####     | %d/640 [00:10<00:10, 30.0it/s]'
+
+
+# ---------------------------------------------------------------- exit and pid files
+
+@pytest.mark.parametrize('text, expected', [
+    ('0\n', 0),
+    ('137', 137),
+    ('  -15 \n', -15),
+    ('', None),
+    ('oops', None),
+])
+def test_read_exit_code(tmp_path, text, expected):
+    path = tmp_path / 'bench.exit'
+    path.write_text(text)
+    assert read_exit_code(str(path)) == expected
+
+
+def test_read_exit_code_of_a_missing_file(tmp_path):
+    assert read_exit_code(str(tmp_path / 'missing.exit')) is None
+
+
+def test_wait_for_exit_code_waits_for_a_code_written_just_after_the_file(tmp_path):
+    path = tmp_path / 'engine.exit'
+    path.write_text('')
+    threading.Timer(0.2, path.write_text, ('137\n',)).start()
+    assert wait_for_exit_code(str(path), grace=5) == 137
+
+
+def test_wait_for_exit_code_gives_up_after_the_grace(tmp_path):
+    path = tmp_path / 'engine.exit'
+    path.write_text('')
+    started = time.time()
+    assert wait_for_exit_code(str(path), grace=0.3) is None
+    assert 0.3 <= time.time() - started < 2
+
+
+def test_read_pid_says_nothing_until_the_wrapper_has_written_one(tmp_path):
+    path = tmp_path / 'engine.pid'
+    assert read_pid(str(path)) is None
+    path.write_text('starting\n')
+    assert read_pid(str(path)) is None
+    path.write_text('%d\n' % os.getpid())
+    assert read_pid(str(path)) == os.getpid()
+
+
+# ---------------------------------------------------------------- log tails
+
+def test_log_tail_collapses_tqdm_redraws_and_keeps_30_lines(tmp_path):
+    progress_bar = '%3d%%|#####     | %d/640 [00:10<00:10, 30.0it/s]'
+    path = tmp_path / 'bench.log'
+    path.write_text('\n'.join('line %d' % number for number in range(40)) + '\n'
+                    + ''.join('\r' + progress_bar % (k * 10, k * 64) for k in range(1, 6)) + '\n'
+                    + '============ Serving Benchmark Result ============\n'
+                    + ''.join('\r' + progress_bar % (k * 10, k * 64) for k in range(6, 8)))
+    tail = log_tail(str(path))
+    assert len(tail) == 30
+    assert tail[-3:] == [progress_bar % (50, 320), '============ Serving Benchmark Result ============', progress_bar % (70, 448)]
+    assert tail[0] == 'line 13'
+
+
+def test_log_tail_of_a_huge_log_starts_at_a_whole_line(tmp_path):
+    path = tmp_path / 'bench.log'
+    path.write_text('x' * 300000 + '\nlast line\n')
+    assert log_tail(str(path)) == ['last line']
+
+
+def test_log_tail_of_a_missing_or_unset_log(tmp_path):
+    assert log_tail(str(tmp_path / 'missing.log')) == []
+    assert log_tail(None) == []
+
+
+def test_long_lines_are_cut_in_the_tail(tmp_path):
+    path = tmp_path / 'engine.log'
+    path.write_text('y' * 5000 + '\n')
+    assert log_tail(str(path)) == ['y' * 1000]
+
+
+CONTENTS = [
+    'line 1\nline 2\n',
+    'line 1\nline 2 without its newline',
+    'Capture cuda graph begin\n' + ''.join('\r' + PROGRESS_BAR % (k * 10, k * 64) for k in range(1, 5)),
+    'Capture cuda graph begin\n' + ''.join('\r' + PROGRESS_BAR % (k * 10, k * 64) for k in range(1, 5)) + '\ndone\n',
+    'a\n\rb\r\rc\n\n   \nd\r',
+    ''.join('line %d\n' % number for number in range(45)),
+]
+
+
+@pytest.mark.parametrize('content', CONTENTS)
+def test_reading_in_two_parts_gives_the_tail_of_reading_it_whole(tmp_path, content):
+    # The engine writes whenever its buffer fills, so a poll may end anywhere: in a line, or between \n and \r.
+    path = tmp_path / 'engine.log'
+    whole = content.encode()
+    path.write_bytes(whole)
+    expected = log_tail(str(path))
+    for split in range(len(whole) + 1):
+        path.write_bytes(whole[:split])
+        reading = new_reading()
+        read_on(str(path), reading)
+        path.write_bytes(whole)
+        read_on(str(path), reading)
+        assert tail_lines(reading) == expected, 'split at byte %d' % split
+
+
+def test_a_line_written_in_two_parts_never_hides_the_line_before(tmp_path):
+    # A block-buffered engine log often ends in the middle of a line when it is polled.
+    path = tmp_path / 'engine.log'
+    reading = new_reading()
+    shown = []
+    for part in ('Load weight begin\n', 'Load wei', 'ght end\n'):
+        with open(path, 'a') as handle:
+            handle.write(part)
+        read_on(str(path), reading)
+        shown.append(tail_lines(reading))
+    assert shown == [['Load weight begin'], ['Load weight begin', 'Load wei'], ['Load weight begin', 'Load weight end']]
+
+
+def test_a_progress_bar_first_drawn_after_a_line_keeps_the_line(tmp_path):
+    # tqdm writes '\r' + bar: a poll between its writes ends just after a '\r'.
+    path = tmp_path / 'engine.log'
+    path.write_text('Capture cuda graph begin\n\r' + PROGRESS_BAR % (10, 64))
+    reading = new_reading()
+    read_on(str(path), reading)
+    with open(path, 'a') as handle:
+        handle.write('\r' + PROGRESS_BAR % (20, 128))
+    read_on(str(path), reading)
+    assert tail_lines(reading) == ['Capture cuda graph begin', PROGRESS_BAR % (20, 128)]
+
+
+def test_read_on_passes_each_segment_and_the_unfinished_line_again_once_complete(tmp_path):
+    path = tmp_path / 'engine.log'
+    path.write_text('first\nbar 1\rbar 2\rbar')
+    reading = new_reading()
+    seen = []
+    read_on(str(path), reading, seen.append)
+    assert seen == ['first', 'bar 1', 'bar 2', 'bar']
+    with open(path, 'a') as handle:
+        handle.write(' 3\n')
+    read_on(str(path), reading, seen.append)
+    assert seen[4:] == ['bar 3']
+    assert reading['read_offset'] == path.stat().st_size
+
+
+def test_read_on_starts_at_the_offset(tmp_path):
+    path = tmp_path / 'engine.log'
+    path.write_text('old launch\nnew launch\n')
+    reading = new_reading(len('old launch\n'))
+    read_on(str(path), reading)
+    assert tail_lines(reading) == ['new launch']
+
+
+# ---------------------------------------------------------------- results and caches
+
+@pytest.mark.parametrize('text, expected', [
+    ('', 0),
+    (RESULT_LINE + '\n', 1),
+    (RESULT_LINE + '\n' + RESULT_LINE, 2),
+    (RESULT_LINE + '\n\n' + RESULT_LINE + '\n\n', 2),
+])
+def test_count_lines(tmp_path, text, expected):
+    path = tmp_path / 'mix.jsonl'
+    path.write_text(text)
+    assert count_lines(str(path)) == expected
+
+
+def test_count_lines_of_a_missing_or_unset_file(tmp_path):
+    assert count_lines(str(tmp_path / 'missing.jsonl')) == 0
+    assert count_lines(None) == 0
+
+
+def test_watch_dirs_are_measured_in_bytes_and_files(tmp_path):
+    (tmp_path / 'jit' / 'kernels').mkdir(parents=True)
+    (tmp_path / 'jit' / 'a.so').write_bytes(b'x' * 100)
+    (tmp_path / 'jit' / 'kernels' / 'b.so').write_bytes(b'x' * 250)
+    assert dir_signature([str(tmp_path / 'jit'), str(tmp_path / 'missing')]) == [350, 2]

@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The words of a failed wait: durations, what was stopped, and where the engine log's tail goes."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.infera.serving.plugins.module_utils import _bench_wait, _remediation
+from ansible_collections.infera.serving.plugins.module_utils._remediation import format_duration, seconds
+
+
+def bench_options(**overrides):
+    params = {name: spec.get('default') for name, spec in _bench_wait.ARGUMENT_SPEC.items()}
+    params.update(exit_file='/results/bench-c64.exit', log_path='/results/bench-c64.log',
+                  engine_exit_file='/run/engine-7.exit', node='node3', conc=64)
+    params.update(overrides)
+    return _bench_wait._Options(params)
+
+
+def engine_died(options, engine_tail):
+    result = {'cause': 'the engine exit file /run/engine-7.exit appeared (code 137)', 'killed_pids': [],
+              'log_tail': ['Starting warmup with 128 sequences...']}
+    return _remediation.point_failure_message(options, 'engine_exited', 137, result, 12.0, [], engine_tail)
+
+
+@pytest.mark.parametrize('kill_match, killed, denied, expected', [
+    ('mix_c64', [], [41, 42], 'the bench processes 41, 42 could not be stopped (permission denied): run this task with '
+                              'become, and stop them by hand before the next point; the partial point was discarded'),
+    ('mix_c64', [41, 42], [], 'the bench client was stopped (pids 41, 42) and the partial point was discarded'),
+    ('mix_c64', [], [], "no bench process matched 'mix_c64', so none was stopped; the partial point was discarded"),
+    (None, [], [], 'the bench client was not stopped (no kill_match given), so stop it by hand before the next point; '
+                   'the partial point was discarded'),
+])
+def test_what_was_stopped_is_said_in_full(kill_match, killed, denied, expected):
+    options = bench_options(kill_match=kill_match)
+    assert _remediation._stopped(options, killed, denied) == expected
+
+
+@pytest.mark.parametrize('seconds_, text', [(0, '00:00'), (59.9, '00:59'), (61, '01:01'), (2700, '45:00'), (-3, '00:00')])
+def test_format_duration(seconds_, text):
+    assert format_duration(seconds_) == text
+
+
+@pytest.mark.parametrize('value, whole_from, text', [
+    (900.4, 10, '900'),
+    (12.5, 10, '12'),
+    (0.6, 10, '0.6'),
+    (5.0, 10, '5'),
+    (12.5, None, '12.5'),
+    (1.0, None, '1'),
+])
+def test_seconds_as_a_person_reads_them(value, whole_from, text):
+    assert seconds(value, whole_from) == text
+
+
+def test_a_dead_worker_shows_the_engine_log_tail_before_the_bench_log():
+    message = engine_died(bench_options(engine_log='/logs/engine-7.log'), ['Traceback (most recent call last):',
+                                                                           'torch.OutOfMemoryError: HIP out of memory'])
+    assert message.splitlines()[1:] == [
+        'Last 2 lines of /logs/engine-7.log:',
+        'Traceback (most recent call last):',
+        'torch.OutOfMemoryError: HIP out of memory',
+        'Last line of /results/bench-c64.log:',
+        'Starting warmup with 128 sequences...',
+    ]
+    assert 'read the engine log /logs/engine-7.log and redeploy' in message.splitlines()[0]
+
+
+def test_an_empty_engine_log_is_said_to_be_empty():
+    message = engine_died(bench_options(engine_log='/logs/engine-7.log'), [])
+    assert message.splitlines()[1] == '(no lines in /logs/engine-7.log)'
+
+
+def test_without_engine_log_the_message_says_none_was_given():
+    message = engine_died(bench_options(), None)
+    assert message.splitlines()[1] == '(no engine log was given: set engine_log to show its last lines here)'
+    assert 'the engine log (engine.log in the sglang_worker log dir)' in message.splitlines()[0]
+
+
+def test_a_point_that_only_ran_out_of_time_shows_no_engine_log():
+    result = {'cause': 'the bench exit file /results/bench-c64.exit did not appear within 3600 s', 'killed_pids': [],
+              'log_tail': []}
+    message = _remediation.point_failure_message(bench_options(engine_log='/logs/engine-7.log'), 'deadline', None,
+                                                 result, 3600.0, [])
+    assert 'engine-7.log:' not in message
+    assert 'no engine log' not in message
+    assert message.endswith('\n(no lines in /results/bench-c64.log)')

@@ -4,7 +4,7 @@
 """infera.serving.sweep_report: rebuild a sweep's CSV, report and plot on the controller.
 
 The results live on the controller (the sweep fetches every point there), so this runs no
-module on a host; the work is in plugin_utils/_sweep_results.py.
+module on a host; the work is in plugin_utils/_sweep_report.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_results import SweepResultsError, rebuild
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_render import invalid_line
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_report import rebuild
 
 ARGUMENT_SPEC = {
     'run_dir': {'type': 'path', 'required': True},
@@ -44,9 +46,7 @@ def below_target_message(summary):
 
 def invalid_message(summary):
     entries = summary['invalid']
-    return '%d point(s) are invalid and left out of the CSV: %s' % (
-        len(entries), '; '.join('%s c%s %s (%s): %s' % (entry['host'], entry['conc'], entry['variant'], entry['status'],
-                                                        entry['reason']) for entry in entries))
+    return '%d point(s) are invalid and left out of the CSV: %s' % (len(entries), '; '.join(invalid_line(entry) for entry in entries))
 
 
 class ActionModule(ActionBase):

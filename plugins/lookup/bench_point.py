@@ -13,8 +13,11 @@ description:
   - Reads the last line of a C(mix_c<C>.jsonl) file written by C(sglang.bench_serving --output-file) and says whether
     it is a usable result, so a sweep can skip points it already has (resume) and record why a point is invalid.
   - A point is invalid when the file is missing or has no line (the client writes none when every request fails), the
-    last line is not a JSON object, fewer than O(num_prompts) requests completed, or the duration or token counts are
-    missing or zero. A missing file is a normal answer (RV(_raw[].valid=false)), not an error.
+    last line is not a JSON object, fewer than O(num_prompts) requests completed, the duration or token counts are
+    missing or zero, or the line reports another C(max_concurrency) than O(conc). A missing file is a normal answer
+    (RV(_raw[].valid=false)), not an error.
+  - This is the same judgement the M(infera.serving.sweep_record) action records and the M(infera.serving.sweep_report)
+    action reads back.
   - The line may hold C(Infinity) or C(NaN), as the client writes for an infinite C(request_rate). They are accepted
     and returned as the strings C(Infinity) and C(NaN).
   - Paths are on the controller; a relative path is taken from the playbook's directory.
@@ -30,9 +33,16 @@ options:
       - V(0) only requires that at least one request completed.
     type: int
     required: true
+  conc:
+    description:
+      - The point's concurrency (C(--max-concurrency)); a line that reports another C(max_concurrency) is a result of
+        another point (a copied or renamed file) and makes the point invalid.
+      - Left out, the line's concurrency is not checked.
+    type: int
 notes:
   - With one path, C(lookup) returns the dict itself; with several, a list of dicts (or use C(query)).
 seealso:
+  - module: infera.serving.sweep_record
   - module: infera.serving.sweep_report
 """
 
@@ -40,7 +50,7 @@ EXAMPLES = r"""
 - name: sweep | Check the controller for a valid result of this point (resume)
   ansible.builtin.set_fact:
     _sweep_existing: "{{ lookup('infera.serving.bench_point', _sweep_local_dir ~ '/mix_c' ~ _sweep_conc ~ '.jsonl',
-                                num_prompts=_sweep_conc * 10) }}"
+                                num_prompts=_sweep_conc * 10, conc=_sweep_conc) }}"
 
 - name: sweep | Skip the point when it is already there
   ansible.builtin.debug:
@@ -75,7 +85,7 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_results import validate_point
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import validate_point
 
 
 class LookupModule(LookupBase):
@@ -85,4 +95,5 @@ class LookupModule(LookupBase):
         num_prompts = self.get_option('num_prompts')
         if num_prompts is None or num_prompts < 0:
             raise AnsibleLookupError('bench_point needs num_prompts=N (the --num-prompts of the point, 0 or more), got %r' % (num_prompts,))
-        return [validate_point(self._loader.path_dwim(str(term)), num_prompts) for term in terms]
+        conc = self.get_option('conc')
+        return [validate_point(self._loader.path_dwim(str(term)), num_prompts, conc) for term in terms]

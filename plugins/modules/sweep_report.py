@@ -14,10 +14,12 @@ description:
   - Reads every C(<host>/manifest.json) under O(run_dir) and the C(mix_c<C>.jsonl) file each point's
     C(sglang.bench_serving --output-file) wrote, and writes C(results.csv), C(report.md) and C(throughput.png) into O(run_dir).
   - Runs on the controller only, from the files alone, so a results folder can be rebuilt anywhere at any time.
-  - Each point is judged from the last line of its jsonl. It is invalid when the file is missing or empty (the client
-    writes no line when every request fails), the line is not JSON, fewer than the point's C(num_prompts) requests
-    completed, or the duration or token counts are missing or zero. Points the sweep marked C(invalid) or C(aborted) are
-    invalid too. Invalid points are listed in the report and in RV(invalid), never put in the CSV, the table or the plot.
+  - Each point's status is read as M(infera.serving.sweep_record) recorded it; points the sweep marked C(invalid) or
+    C(aborted) are invalid. Every other point's jsonl is checked again the same way, since a results folder may be copied
+    or edited later. It is invalid when the file is missing or empty (the client writes no line when every request
+    fails), the last line is not JSON, fewer than the point's C(num_prompts) requests completed, the duration or token
+    counts are missing or zero, or the line reports another C(max_concurrency) than the point's.
+    Invalid points are listed in the report and in RV(invalid), never put in the CSV, the table or the plot.
   - Throughputs are computed from C(total_input_tokens), C(total_output_tokens) and C(duration); the clients' own
     throughput keys differ between sglang versions. Per-GPU columns divide by the GPUs of the point (TP x PP, as
     InferenceX's C(utils/process_result.py)); DP attention does not multiply the GPU count.
@@ -82,6 +84,7 @@ notes:
 requirements:
   - matplotlib on the controller (for the plot).
 seealso:
+  - module: infera.serving.sweep_record
   - plugin: infera.serving.bench_point
     plugin_type: lookup
 """

@@ -57,3 +57,11 @@ def test_num_prompts_is_required(lookup):
 def test_negative_num_prompts_is_refused(lookup):
     with pytest.raises(AnsibleError, match='num_prompts=N'):
         lookup.run([str(LINE_0_5)], variables={}, num_prompts=-1)
+
+
+def test_a_file_of_another_concurrency_is_invalid_when_conc_is_given(lookup, tmp_path):
+    write_lines(tmp_path / 'mix_c64.jsonl', bench_record(32, num_prompts=640))
+    [checked] = lookup.run(['mix_c64.jsonl'], variables={}, num_prompts=640, conc=64)
+    assert (checked['valid'], checked['reason']) == (False, 'the file reports max_concurrency 32, the manifest says 64')
+    [unchecked] = lookup.run(['mix_c64.jsonl'], variables={}, num_prompts=640)
+    assert unchecked['valid'] is True

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Build results/<run_id>/<host>/ folders as the sweep role writes them, for the sweep_results tests."""
+"""Build results/<run_id>/<host>/ folders as the sweep role writes them, for the _sweep_* tests."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 DATA = Path(__file__).resolve().parents[2] / 'data' / 'sglang-bench-lines'
 LINE_0_5 = DATA / 'sglang-0.5.23_random-ids_c2.jsonl'
 LINE_0_4 = DATA / 'sglang-0.4.10.post2_random-ids_c2.jsonl'
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 
 NODP_ARGV = ['--model-path', '/data/hf-cache/DeepSeek-V4-Pro', '--tp-size', '8', '--trust-remote-code',
              '--attention-backend', 'dsv4', '--chunked-prefill-size', '8192']
@@ -80,3 +81,8 @@ def standard_run(run_dir, host='infera-node-1', simulated=True):
     write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, duration=250.0, tpot=30.0))
     write_lines(host_dir / 'mix_c256.jsonl', bench_record(256, duration=800.0, tpot=60.0))
     return host_dir
+
+
+def write_targets(path, text):
+    path.write_text(text, encoding='utf-8')
+    return str(path)

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+"""infera.serving.sweep_record: judge one sweep point and rewrite its host's manifest.json on the controller.
+
+The point's jsonl and the manifest live on the controller, so this runs no module on a host;
+the work is in plugin_utils/_sweep_record.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record import (
+    MANIFEST,
+    PLANNED_KEYS,
+    RUN_KEYS,
+    build_manifest,
+    manifest_text,
+    record_point,
+    write_manifest,
+)
+
+ARGUMENT_SPEC = {
+    'dest': {'type': 'path', 'required': True},
+    'run_id': {'type': 'str', 'required': True},
+    'host': {'type': 'str', 'required': True},
+    'simulated': {'type': 'bool', 'default': False},
+    'image': {'type': 'str', 'default': ''},
+    'image_digest': {'type': 'str', 'default': ''},
+    'model': {'type': 'str', 'default': ''},
+    'recipe': {'type': 'str', 'default': ''},
+    'variants': {'type': 'dict', 'default': {}},
+    'bench_args': {'type': 'dict', 'default': {}},
+    'points': {'type': 'list', 'elements': 'dict', 'default': []},
+    'conc': {'type': 'int', 'required': True},
+    'variant': {'type': 'str', 'required': True},
+    'num_prompts': {'type': 'int', 'required': True},
+    'warmup_requests': {'type': 'int', 'default': 0},
+    'started': {'type': 'str', 'default': ''},
+    'resumed': {'type': 'bool', 'default': False},
+    'aborted': {'type': 'bool', 'default': False},
+}
+
+
+def _current_text(path):
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return handle.read()
+    except OSError:
+        return ''
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # unused since ansible-core 2.x, kept for the signature
+
+        _validation, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        dest = self._loader.path_dwim(params['dest'])
+        path = os.path.join(dest, MANIFEST)
+        point = record_point(dest, {key: params[key] for key in PLANNED_KEYS}, params['resumed'], params['aborted'])
+        manifest = build_manifest({key: params[key] for key in RUN_KEYS}, params['points'] + [point])
+        before = _current_text(path) if self._task.diff else None
+        try:
+            changed = write_manifest(dest, manifest, check_mode=self._task.check_mode)
+        except SweepResultsError as error:
+            raise AnsibleActionFail('sweep record for %s c%s: %s' % (params['host'], params['conc'], error)) from None
+
+        result.update({'changed': changed, 'path': path, 'point': point, 'manifest': manifest})
+        if self._task.diff and changed:
+            result['diff'] = {'before_header': path, 'after_header': path, 'before': before, 'after': manifest_text(manifest)}
+        return result

@@ -1,0 +1,197 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+# The work is done by the action plugin of the same name on the controller; this file only documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: sweep_record
+short_description: Judge one sweep point and rewrite its host's manifest on the controller
+version_added: 0.1.0
+description:
+  - Judges the point from the controller's copy of its C(mix_c<conc>.jsonl) (the last line, as
+    P(infera.serving.bench_point#lookup) judges it) and adds it to O(points) with its status and the reason it is not valid.
+  - Then writes C(manifest.json) in O(dest) with the run's keys and every point so far, so the manifest is complete after
+    every point and nothing collected is lost when a later point fails. The file is written to a temporary file in O(dest)
+    and renamed over the old one, so a failure never leaves half a manifest.
+  - "The status is V(ok) (valid), V(invalid) (the point ran and its file is not valid), V(aborted) (O(aborted) and no
+    valid file) or V(resumed) (O(resumed): a valid result was already on the controller, so the point did not run)."
+  - M(infera.serving.sweep_report) reads the same file back; it leaves out any point whose status is not V(ok) or
+    V(resumed) and checks every other point's file again, since a results folder may be copied or edited later.
+  - Runs on the controller only; a relative O(dest) is taken from the playbook's directory.
+author:
+  - Infera serving maintainers (@infera)
+extends_documentation_fragment:
+  - infera.serving._attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - In check mode the point is judged and returned, nothing is written, and C(changed) says whether the manifest would change.
+  diff_mode:
+    support: full
+  idempotent:
+    support: none
+    details:
+      - Each point records when it was recorded (C(ended)), so recording a point again rewrites the manifest; the file is
+        otherwise rewritten only when its content differs.
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+options:
+  dest:
+    description:
+      - The host's results folder on the controller, C(results/<run_id>/<host>), holding the point's C(mix_c<conc>.jsonl).
+        C(manifest.json) is written here.
+    type: path
+    required: true
+  run_id:
+    description: The run's name, recorded as C(run_id).
+    type: str
+    required: true
+  host:
+    description: The inventory host the point ran on, recorded as C(host).
+    type: str
+    required: true
+  simulated:
+    description: Whether the worker is the GPU-free rehearsal simulator; the report then says SIMULATED.
+    type: bool
+    default: false
+  image:
+    description: The image the worker runs.
+    type: str
+    default: ""
+  image_digest:
+    description: The image's digest, when known.
+    type: str
+    default: ""
+  model:
+    description: The model the bench client asked for.
+    type: str
+    default: ""
+  recipe:
+    description: The name of the recipe the engine argv came from.
+    type: str
+    default: ""
+  variants:
+    description:
+      - "Each variant that ran so far, as C({name: {argv: [...], env: {...}}}); the report takes TP, PP, DP and EP from
+        the argv."
+    type: dict
+    default: {}
+  bench_args:
+    description: The bench client's settings, recorded as they are (the report lists them; C(random_input_len) and C(random_output_len) fill ISL and OSL).
+    type: dict
+    default: {}
+  points:
+    description: The points recorded earlier in this run (the C(points) of the previous call's RV(manifest)); the new one is appended.
+    type: list
+    elements: dict
+    default: []
+  conc:
+    description: The point's concurrency; its file is C(mix_c<conc>.jsonl) in O(dest).
+    type: int
+    required: true
+  variant:
+    description: The variant the point ran in (a key of O(variants)).
+    type: str
+    required: true
+  num_prompts:
+    description: How many requests the point sent (C(--num-prompts)); fewer completed makes the point invalid.
+    type: int
+    required: true
+  warmup_requests:
+    description: The point's C(--warmup-requests), recorded as they are.
+    type: int
+    default: 0
+  started:
+    description: When the point started (UTC, C(YYYY-MM-DDTHH:MM:SSZ)); the action records when it ended.
+    type: str
+    default: ""
+  resumed:
+    description: The resume check found a valid result on the controller, so the point was not run again.
+    type: bool
+    default: false
+  aborted:
+    description: The sweep was aborted at or before this point; without a valid file the point is V(aborted).
+    type: bool
+    default: false
+requirements: []
+seealso:
+  - module: infera.serving.sweep_report
+  - plugin: infera.serving.bench_point
+    plugin_type: lookup
+"""
+
+EXAMPLES = r"""
+- name: sweep | Judge the point and rewrite the run's manifest on the controller
+  infera.serving.sweep_record:
+    dest: "{{ sweep_results_dir }}/{{ sweep_run_id }}/{{ inventory_hostname }}"
+    run_id: "{{ sweep_run_id }}"
+    host: "{{ inventory_hostname }}"
+    image: "{{ sweep_image }}"
+    model: "{{ sweep_model }}"
+    recipe: dsv4-pro-mi355x-mixed
+    variants:
+      nodp: {argv: [--tp-size, "8"], env: {}}
+    bench_args:
+      random_input_len: "{{ sweep_random_input_len }}"
+      random_output_len: "{{ sweep_random_output_len }}"
+    points: "{{ sweep_record_result.manifest.points | default([]) }}"
+    conc: 32
+    variant: nodp
+    num_prompts: 320
+    warmup_requests: 64
+    started: "2026-11-29T10:00:00Z"
+  delegate_to: localhost
+  register: sweep_record_result
+
+- name: sweep | Say how the point went
+  ansible.builtin.debug:
+    msg: "c32 {{ sweep_record_result.point.status }} {{ sweep_record_result.point.reason }}"
+"""
+
+RETURN = r"""
+path:
+  description: The manifest written (in check mode, that would be written).
+  returned: always
+  type: str
+  sample: /srv/results/20261129T100000Z/infera-node-1/manifest.json
+point:
+  description: The point's manifest entry.
+  returned: always
+  type: dict
+  sample:
+    conc: 32
+    variant: nodp
+    num_prompts: 320
+    warmup_requests: 64
+    file: mix_c32.jsonl
+    started: "2026-11-29T10:00:00Z"
+    ended: "2026-11-29T10:14:08Z"
+    status: invalid
+    reason: only 310 of 320 requests completed
+manifest:
+  description:
+    - The whole manifest as written, with C(run_id), C(host), C(simulated), C(image), C(image_digest), C(model),
+      C(recipe), C(variants), C(bench_args) and C(points).
+    - Pass C(manifest.points) as O(points) of the next point.
+  returned: always
+  type: dict
+  sample:
+    run_id: "20261129T100000Z"
+    host: infera-node-1
+    simulated: false
+    image: registry.local:5000/sglang-mi355x:v0.5.9
+    image_digest: ""
+    model: /data/hf-cache/DeepSeek-V4-Pro
+    recipe: dsv4-pro-mi355x-mixed
+    variants: {nodp: {argv: [--tp-size, "8"], env: {}}}
+    bench_args: {random_input_len: 8192, random_output_len: 1024}
+    points: []
+"""

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+# This plugin util is PRIVATE to the infera.serving collection; it may change at any time.
+
+"""The sweep's record of a run: judge each point once, build and atomically write <host>/manifest.json, read it back.
+
+The sweep calls record_point after every point and write_manifest with every point so far, so
+nothing collected is lost when a later point fails; the report reads the same file back with
+read_manifest and recorded_problem. The file is what the role used to write with
+``to_nice_json``: the same keys, the same layout.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import tempfile
+
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import optional_int, validate_point
+
+MANIFEST = 'manifest.json'
+# The run's keys of a manifest; 'points' follows them.
+RUN_KEYS = ('run_id', 'host', 'simulated', 'image', 'image_digest', 'model', 'recipe', 'variants', 'bench_args')
+# The planned point's keys record_point needs.
+PLANNED_KEYS = ('conc', 'variant', 'num_prompts', 'warmup_requests', 'started')
+# Statuses whose points may enter the CSV (their file must still be valid).
+USABLE_STATUSES = ('ok', 'resumed')
+TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+
+
+# ---------------------------------------------------------------- one point
+
+def point_file(conc):
+    """The jsonl a point's client writes (the --output-file of bench.sh.j2)."""
+    return 'mix_c%s.jsonl' % conc
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime(TIME_FORMAT)
+
+
+def point_status(valid, resumed=False, aborted=False):
+    """The sweep's verdict on a point: ok, invalid, aborted or resumed.
+
+    ``aborted``: the sweep stopped at or before this point, which has no valid result.
+    ``resumed``: the resume check found a valid result on the controller, so the point did not run.
+    """
+    if aborted and not valid:
+        return 'aborted'
+    if resumed:
+        return 'resumed'
+    return 'ok' if valid else 'invalid'
+
+
+def record_point(host_dir, planned, resumed=False, aborted=False, ended=None):
+    """Judge a point from the controller's copy of its jsonl and return its manifest entry.
+
+    ``planned`` holds PLANNED_KEYS; the entry adds the file, the end time, the status and the
+    reason the file is not valid ('' when it is).
+    """
+    name = point_file(planned['conc'])
+    checked = validate_point(os.path.join(host_dir, name), planned['num_prompts'], planned['conc'])
+    return {
+        'conc': planned['conc'],
+        'variant': planned['variant'],
+        'num_prompts': planned['num_prompts'],
+        'warmup_requests': planned['warmup_requests'],
+        'file': name,
+        'started': planned['started'],
+        'ended': ended or utc_now(),
+        'status': point_status(checked['valid'], resumed, aborted),
+        'reason': checked['reason'],
+    }
+
+
+def recorded_status(point):
+    return point.get('status') or 'ok'
+
+
+def recorded_file(point):
+    return point.get('file') or point_file(point.get('conc'))
+
+
+def recorded_problem(host_dir, point):
+    """``(checked, problem)`` for a manifest point: what the sweep recorded, then its file checked the same way.
+
+    A folder may be copied, edited or written by an older sweep, so a usable status still needs a
+    valid file, and a point the sweep marked otherwise says so. ``checked`` is validate_point's
+    answer for the point's file; ``problem`` is '' when the point is usable.
+    """
+    checked = validate_point(os.path.join(host_dir, recorded_file(point)), optional_int(point.get('num_prompts')),
+                             optional_int(point.get('conc')))
+    status = recorded_status(point)
+    reasons = []
+    if status not in USABLE_STATUSES:
+        told = point.get('reason') or ''
+        reasons.append('marked %s by the sweep%s' % (status, ': ' + told if told and told != checked['reason'] else ''))
+    reasons.append(checked['reason'])
+    return checked, '; '.join(reason for reason in reasons if reason)
+
+
+# ---------------------------------------------------------------- the manifest
+
+def build_manifest(run, points):
+    """The manifest of one host: the run's keys (RUN_KEYS) and its points so far."""
+    manifest = {key: run[key] for key in RUN_KEYS}
+    manifest['points'] = list(points)
+    return manifest
+
+
+def manifest_text(manifest):
+    """The file's text, as Ansible's to_nice_json wrote it (4-space indent, sorted keys) with a final newline."""
+    return json.dumps(manifest, indent=4, sort_keys=True, separators=(',', ': ')) + '\n'
+
+
+def write_if_changed(path, content, check_mode=False):
+    """Write bytes unless the file already holds them; return whether it differed (in check mode: would differ).
+
+    The bytes go to a temporary file in the same folder that is then renamed over ``path``, so a
+    reader or a failure never leaves half a file behind.
+    """
+    try:
+        with open(path, 'rb') as handle:
+            if handle.read() == content:
+                return False
+    except OSError:
+        pass
+    if not check_mode:
+        _replace(path, content)
+    return True
+
+
+def _replace(path, content):
+    directory, name = os.path.split(path)
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix='.%s.' % name, suffix='.tmp', dir=directory or '.')
+    except OSError as error:
+        raise SweepResultsError('cannot write %s: %s' % (path, error.strerror or error)) from None
+    replaced = False
+    try:
+        with os.fdopen(descriptor, 'wb') as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+        replaced = True
+    except OSError as error:
+        raise SweepResultsError('cannot write %s: %s' % (path, error.strerror or error)) from None
+    finally:
+        if not replaced:
+            os.unlink(temporary)
+
+
+def write_manifest(host_dir, manifest, check_mode=False):
+    """Write ``<host_dir>/manifest.json`` unless it already holds this manifest; return whether it differed."""
+    return write_if_changed(os.path.join(host_dir, MANIFEST), manifest_text(manifest).encode('utf-8'), check_mode)
+
+
+def _truthy(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ('1', 'true', 'yes', 'on')
+    return bool(value)
+
+
+def read_manifest(host_dir):
+    path = os.path.join(host_dir, MANIFEST)
+    try:
+        with open(path, encoding='utf-8') as handle:
+            manifest = json.load(handle)
+    except OSError as error:
+        raise SweepResultsError('cannot read %s: %s' % (path, error.strerror or error)) from None
+    except ValueError as error:
+        raise SweepResultsError('%s is not JSON: %s' % (path, error)) from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get('points', []), list):
+        raise SweepResultsError('%s must be a JSON object with a "points" list' % path)
+    manifest['host'] = manifest.get('host') or os.path.basename(host_dir)
+    manifest['simulated'] = _truthy(manifest.get('simulated'))
+    return manifest
+
+
+def find_manifests(run_dir):
+    """Every ``<run_dir>/<host>/manifest.json``, in host order, as ``(host_dir, manifest)``."""
+    if not os.path.isdir(run_dir):
+        raise SweepResultsError('results folder %s does not exist' % run_dir)
+    host_dirs = sorted(entry.path for entry in os.scandir(run_dir)
+                       if entry.is_dir() and os.path.isfile(os.path.join(entry.path, MANIFEST)))
+    if not host_dirs:
+        raise SweepResultsError('no <host>/%s under %s; is it a results/<run_id> folder of a sweep?' % (MANIFEST, run_dir))
+    return [(host_dir, read_manifest(host_dir)) for host_dir in host_dirs]

@@ -1,0 +1,226 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+# This plugin util is PRIVATE to the infera.serving collection; it may change at any time.
+
+"""Render a collected run as text: the CSV (and reading it back), the play's fixed-width table and the Markdown report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import (
+    BOOL_COLUMNS,
+    CSV_COLUMNS,
+    FLOAT_COLUMNS,
+    INPUT_THROUGHPUT_PER_GPU,
+    INT_COLUMNS,
+    MEDIAN_INTERACTIVITY,
+    OUTPUT_THROUGHPUT_PER_GPU,
+    THROUGHPUT_PER_GPU,
+    latency_column,
+)
+
+RESULTS_CSV = 'results.csv'
+REPORT_MD = 'report.md'
+THROUGHPUT_PNG = 'throughput.png'
+
+
+# ---------------------------------------------------------------- CSV
+
+def _csv_cell(value):
+    if value is None:
+        return ''
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def render_csv(rows):
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator='\n')
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow([_csv_cell(row[column]) for column in CSV_COLUMNS])
+    return buffer.getvalue()
+
+
+def _typed(column, text):
+    if text == '':
+        return None
+    if column in BOOL_COLUMNS:
+        return text == 'true'
+    if column in INT_COLUMNS:
+        return int(text)
+    if column in FLOAT_COLUMNS:
+        return float(text)
+    return text
+
+
+def load_csv(path):
+    """Rows of a results.csv with their types back (empty cells are None)."""
+    with open(path, encoding='utf-8', newline='') as handle:
+        return [{column: _typed(column, text) for column, text in row.items()} for row in csv.DictReader(handle)]
+
+
+# ---------------------------------------------------------------- text
+
+def _number(value, digits=1):
+    return '-' if value is None else '%.*f' % (digits, value)
+
+
+def verdict(row, higher_is_better=True):
+    """The target cell: '-', 'ok (1.20x)', 'BELOW TARGET (0.52x)' or, for latency targets, 'ABOVE TARGET (1.80x)'."""
+    if row['Target'] is None:
+        return '-'
+    if row['Ratio'] is None:
+        return 'NO VALUE (%s missing)' % row['Target Metric']
+    ratio = '(%.2fx)' % row['Ratio']
+    if not row['Below Target']:
+        return 'ok %s' % ratio
+    return ('BELOW TARGET ' if higher_is_better else 'ABOVE TARGET ') + ratio
+
+
+def _shape(row):
+    return '%s/%s/%s' % (row['TP'], row['DP'], row['EP'])
+
+
+def run_ids(run):
+    """The run IDs of every manifest, for titles."""
+    return ', '.join(sorted({str(manifest.get('run_id', '')) for manifest in run['manifests']}))
+
+
+def invalid_line(entry, markdown=False):
+    """One invalid point as the play's table, the task's warning and (with its file) the report name it."""
+    if markdown:
+        return '%s c%s `%s` (%s, `%s`): %s' % (
+            entry['host'], entry['conc'], entry['variant'], entry['status'], entry['file'], entry['reason'])
+    return '%s c%s %s (%s): %s' % (entry['host'], entry['conc'], entry['variant'], entry['status'], entry['reason'])
+
+
+def simulated_banner(run):
+    return 'SIMULATED run %s: numbers from the GPU-free rehearsal simulator, not hardware results' % run_ids(run)
+
+
+_TABLE_HEADER = ('host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU', 'out/GPU', 'in/GPU', 'tok/s/user', 'TTFT p99 ms',
+                 'TPOT p99 ms', 'target')
+
+
+def _table_cells(row, higher_is_better):
+    return (row['Host'], str(row['Concurrency']), row['Variant'], _shape(row), _number(row[THROUGHPUT_PER_GPU]),
+            _number(row[OUTPUT_THROUGHPUT_PER_GPU]), _number(row[INPUT_THROUGHPUT_PER_GPU]),
+            _number(row[MEDIAN_INTERACTIVITY]), _number(row[latency_column('P99', 'TTFT')]),
+            _number(row[latency_column('P99', 'TPOT')]), verdict(row, higher_is_better))
+
+
+def _higher_is_better(run):
+    return run['targets']['higher_is_better'] if run['targets'] else True
+
+
+def text_table(run):
+    """A fixed-width table for the play output, with a SIMULATED line first when any host was simulated."""
+    lines = [simulated_banner(run)] if run['simulated'] else []
+    if run['targets']:
+        lines.append('target: %s per concurrency (%s)' % (run['targets']['metric'], os.path.basename(run['targets']['path'])))
+    cells = [_TABLE_HEADER] + [_table_cells(row, _higher_is_better(run)) for row in run['rows']]
+    widths = [max(len(line[index]) for line in cells) for index in range(len(_TABLE_HEADER))]
+    numeric = set(range(4, len(_TABLE_HEADER) - 1)) | {1}
+    for line in cells:
+        lines.append('  '.join(cell.rjust(width) if index in numeric else cell.ljust(width)
+                               for index, (cell, width) in enumerate(zip(line, widths))).rstrip())
+    if not run['rows']:
+        lines.append('(no valid point)')
+    for entry in run['invalid']:
+        lines.append('INVALID ' + invalid_line(entry))
+    return '\n'.join(lines)
+
+
+def _bold_if(text, condition):
+    return '**%s**' % text if condition else text
+
+
+def _markdown_table(header, rows):
+    lines = ['| %s |' % ' | '.join(header), '|%s|' % '|'.join('---' for _cell in header)]
+    lines.extend('| %s |' % ' | '.join(str(cell).replace('|', '\\|') for cell in row) for row in rows)
+    return lines
+
+
+def _argv_block(argv):
+    """One flag (with its values) per line, so the levers read like the walkthrough's command."""
+    lines = []
+    for token in argv or ():
+        token = str(token)
+        if token.startswith('--') or not lines:
+            lines.append(token)
+        else:
+            lines[-1] += ' ' + token
+    return ['```text'] + lines + ['```']
+
+
+def _manifest_section(manifest):
+    lines = ['', '## Host %s' % manifest['host'], '',
+             '- run: `%s`%s' % (manifest.get('run_id', ''), ' (SIMULATED)' if manifest['simulated'] else ''),
+             '- image: `%s`' % (manifest.get('image') or '-'),
+             '- image digest: `%s`' % (manifest.get('image_digest') or '-'),
+             '- model: `%s`' % (manifest.get('model') or '-'),
+             '- recipe: `%s`' % (manifest.get('recipe') or '-'),
+             '', '### Bench arguments', '']
+    bench_args = manifest.get('bench_args') or {}
+    lines.extend(_markdown_table(('argument', 'value'), [('`%s`' % key, '`%s`' % (value,)) for key, value in bench_args.items()]))
+    for name, spec in (manifest.get('variants') or {}).items():
+        spec = spec if isinstance(spec, dict) else {}
+        lines.extend(['', '### Engine levers: variant `%s`' % name, '', 'argv:', ''])
+        lines.extend(_argv_block(spec.get('argv')))
+        env = spec.get('env') or {}
+        lines.extend(['', 'env:', ''])
+        lines.extend(['```text'] + ['%s=%s' % (key, value) for key, value in env.items()] + ['```'])
+    return lines
+
+
+def render_report(run):
+    title = '# Sweep report: %s' % run_ids(run)
+    lines = [title + (' (SIMULATED)' if run['simulated'] else ''), '']
+    if run['simulated']:
+        lines.extend(['> **%s.**' % simulated_banner(run), ''])
+    lines.extend(['%d valid point(s), %d invalid, %d missing the target. Per-GPU numbers divide by the GPUs of the point '
+                  '(TP x PP); see docs/results.md. Data: [`%s`](%s).' % (len(run['rows']), len(run['invalid']), len(run['below']),
+                                                                         RESULTS_CSV, RESULTS_CSV), ''])
+    if run['targets']:
+        lines.extend(['Target: **%s** per concurrency from `%s` (%s is better).' % (
+            run['targets']['metric'], os.path.basename(run['targets']['path']),
+            'higher' if run['targets']['higher_is_better'] else 'lower'), ''])
+    lines.extend(['## Results', ''])
+    header = ('host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU total', 'tok/s/GPU output', 'tok/s/GPU input',
+              'tok/s/user (median)', 'TTFT p99 ms', 'TPOT p99 ms', 'target', 'ratio / result')
+    lines.extend(_markdown_table(header, [
+        (row['Host'], row['Concurrency'], row['Variant'], _shape(row), _number(row[THROUGHPUT_PER_GPU]),
+         _number(row[OUTPUT_THROUGHPUT_PER_GPU]), _number(row[INPUT_THROUGHPUT_PER_GPU]), _number(row[MEDIAN_INTERACTIVITY]),
+         _number(row[latency_column('P99', 'TTFT')]), _number(row[latency_column('P99', 'TPOT')]),
+         _number(row['Target']), _bold_if(verdict(row, _higher_is_better(run)), row['Below Target']))
+        for row in run['rows']]))
+    lines.extend(['', '![throughput per GPU against interactivity](%s)' % THROUGHPUT_PNG, ''])
+    lines.extend(_problem_sections(run))
+    for manifest in run['manifests']:
+        lines.extend(_manifest_section(manifest))
+    return '\n'.join(lines) + '\n'
+
+
+def _problem_sections(run):
+    lines = ['## Invalid or aborted points', '']
+    if run['invalid']:
+        lines.append('Not in the CSV, the table or the plot:')
+        lines.append('')
+        lines.extend('- ' + invalid_line(entry, markdown=True) for entry in run['invalid'])
+    else:
+        lines.append('None.')
+    missing = [miss for miss in run['below'] if miss['value'] is None]
+    if missing:
+        lines.extend(['', 'Targeted points without a valid result count as missing the target:', ''])
+        lines.extend('- %s c%s: target %s' % (miss['host'], miss['conc'], _number(miss['target'])) for miss in missing)
+    if run['untargeted']:
+        lines.extend(['', 'Targets for concurrencies the sweep did not run: %s.' % ', '.join('c%d' % conc for conc in run['untargeted'])])
+    return lines + ['']

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The sweep_record action plugin: the point's verdict, the manifest after every point, check mode, diff, docs, the role's task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import yaml
+from ansible.errors import AnsibleActionFail
+from ansible.parsing.dataloader import DataLoader
+
+from ansible_collections.infera.serving.plugins.action import sweep_record as action_plugin
+from ansible_collections.infera.serving.plugins.modules import sweep_record as record_module
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record import RUN_KEYS
+
+from ..plugin_utils.sweep_runs import VARIANTS, bench_record, write_lines
+
+POINT_TASKS = Path(__file__).resolve().parents[4] / 'roles' / 'sweep' / 'tasks' / 'point.yml'
+HOST_DIR = 'results/r1/infera-node-1'
+BENCH_ARGS = {'backend': 'sglang-oai', 'base_url': 'http://infera-node-1:8000', 'dataset_name': 'random', 'dataset_path': '',
+              'random_input_len': 8192, 'random_output_len': 1024, 'random_range_ratio': 1.0, 'request_rate': 'inf',
+              'prompts_per_conc': 10, 'warmup_per_conc': 2, 'extra': {}}
+
+
+def make_action(args, basedir, check_mode=False, diff=False):
+    task = mock.MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = check_mode
+    task.diff = diff
+    task.action = 'infera.serving.sweep_record'
+    loader = DataLoader()
+    loader.set_basedir(str(basedir))
+    action = action_plugin.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=loader, templar=None,
+                                        shared_loader_obj=None)
+    action._load_name = 'infera.serving.sweep_record'
+    return action
+
+
+@pytest.fixture
+def playbook_dir(tmp_path):
+    (tmp_path / HOST_DIR).mkdir(parents=True)
+    return tmp_path
+
+
+def run(playbook_dir, check_mode=False, diff=False, **args):
+    defaults = {'dest': HOST_DIR, 'run_id': 'r1', 'host': 'infera-node-1', 'simulated': True, 'image': 'sglang:v0.5.9',
+                'model': '/data/hf-cache/DeepSeek-V4-Pro', 'recipe': 'dsv4-pro-mi355x-mixed', 'variants': VARIANTS,
+                'bench_args': BENCH_ARGS, 'conc': 32, 'variant': 'nodp', 'num_prompts': 320, 'warmup_requests': 64,
+                'started': '2026-11-29T10:00:00Z'}
+    return make_action(dict(defaults, **args), playbook_dir, check_mode, diff).run(task_vars={})
+
+
+def written(playbook_dir):
+    return json.loads((playbook_dir / HOST_DIR / 'manifest.json').read_text(encoding='utf-8'))
+
+
+def test_each_point_rewrites_the_manifest_with_every_point_so_far(playbook_dir):
+    write_lines(playbook_dir / HOST_DIR / 'mix_c32.jsonl', bench_record(32))
+    first = run(playbook_dir)
+    assert first['changed'] is True
+    assert first['path'] == str(playbook_dir / HOST_DIR / 'manifest.json')
+    assert (first['point']['status'], first['point']['reason']) == ('ok', '')
+    assert written(playbook_dir) == first['manifest']
+    second = run(playbook_dir, points=first['manifest']['points'], conc=64, aborted=True)
+    assert [(entry['conc'], entry['status']) for entry in written(playbook_dir)['points']] == [(32, 'ok'), (64, 'aborted')]
+    assert second['point']['reason'].startswith('mix_c64.jsonl is missing')
+
+
+def test_the_manifest_keeps_the_keys_and_values_the_role_passes(playbook_dir):
+    manifest = run(playbook_dir, image_digest='sha256:' + 'ab' * 32)['manifest']
+    assert list(manifest) == list(RUN_KEYS) + ['points']
+    assert manifest['bench_args'] == BENCH_ARGS
+    assert manifest['variants'] == VARIANTS
+    assert (manifest['run_id'], manifest['host'], manifest['simulated']) == ('r1', 'infera-node-1', True)
+    assert list(manifest['points'][0]) == ['conc', 'variant', 'num_prompts', 'warmup_requests', 'file', 'started', 'ended',
+                                           'status', 'reason']
+
+
+def test_a_resumed_point_is_recorded_resumed(playbook_dir):
+    write_lines(playbook_dir / HOST_DIR / 'mix_c32.jsonl', bench_record(32))
+    assert run(playbook_dir, resumed=True)['point']['status'] == 'resumed'
+
+
+def test_check_mode_writes_nothing_and_says_it_would_change(playbook_dir):
+    result = run(playbook_dir, check_mode=True)
+    assert result['changed'] is True
+    assert result['point']['status'] == 'invalid'
+    assert not (playbook_dir / HOST_DIR / 'manifest.json').exists()
+
+
+def test_diff_shows_the_manifest_before_and_after(playbook_dir):
+    first = run(playbook_dir)
+    result = run(playbook_dir, diff=True, points=first['manifest']['points'], conc=64)
+    assert result['diff']['before'] == json.dumps(first['manifest'], indent=4, sort_keys=True) + '\n'
+    assert json.loads(result['diff']['after']) == result['manifest']
+
+
+def test_a_folder_that_cannot_take_the_manifest_fails_the_task(tmp_path):
+    with pytest.raises(AnsibleActionFail, match='sweep record for infera-node-1 c32: cannot write .*manifest.json'):
+        run(tmp_path)
+
+
+def test_a_missing_option_is_refused(playbook_dir):
+    with pytest.raises(AnsibleActionFail, match='num_prompts'):
+        run(playbook_dir, num_prompts=None)
+
+
+def test_the_module_documents_exactly_the_action_options():
+    documented = yaml.safe_load(record_module.DOCUMENTATION)['options']
+    assert set(documented) == set(action_plugin.ARGUMENT_SPEC)
+    for name, spec in action_plugin.ARGUMENT_SPEC.items():
+        doc = documented[name]
+        assert doc['type'] == spec['type']
+        assert doc.get('elements') == spec.get('elements')
+        assert doc.get('required', False) == spec.get('required', False)
+        assert doc.get('default') == spec.get('default')
+
+
+def test_the_module_documents_every_returned_key(playbook_dir):
+    returned = set(yaml.safe_load(record_module.RETURN))
+    result = run(playbook_dir)
+    assert returned == set(result) - {'changed'}
+
+
+def test_the_sweep_role_passes_every_manifest_key():
+    tasks = yaml.safe_load(POINT_TASKS.read_text(encoding='utf-8'))
+    [task] = [task for task in tasks if 'infera.serving.sweep_record' in task]
+    args = task['infera.serving.sweep_record']
+    assert set(args) <= set(action_plugin.ARGUMENT_SPEC)
+    assert set(RUN_KEYS) <= set(args)
+    assert set(args['bench_args']) == set(BENCH_ARGS)

@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The sweep's one verdict on a point, its manifest entry, the atomic manifest write and the report reading it back."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+
+import pytest
+from ansible.plugins.filter.core import to_nice_json
+
+from ansible_collections.infera.serving.plugins.plugin_utils import _sweep_record as sweep_record
+from ansible_collections.infera.serving.plugins.plugin_utils import _sweep_report as sweep_report
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
+
+from .sweep_runs import VARIANTS, bench_record, write_lines
+
+MISSING = 'mix_c%d.jsonl is missing (the client writes no line when every request fails, or the point never ran)'
+RUN = {
+    'run_id': '20261129T100000Z', 'host': 'infera-node-1', 'simulated': True,
+    'image': 'registry.local:5000/sglang-mi355x:v0.5.9', 'image_digest': 'sha256:' + 'ab' * 32,
+    'model': '/data/hf-cache/DeepSeek-V4-Pro', 'recipe': 'dsv4-pro-mi355x-mixed', 'variants': VARIANTS,
+    'bench_args': {'backend': 'sglang-oai', 'base_url': 'http://infera-node-1:8000', 'dataset_name': 'random',
+                   'dataset_path': '', 'random_input_len': 8192, 'random_output_len': 1024, 'random_range_ratio': 1.0,
+                   'request_rate': 'inf', 'prompts_per_conc': 10, 'warmup_per_conc': 2, 'extra': {}},
+}
+
+
+def planned(conc, variant='nodp'):
+    return {'conc': conc, 'variant': variant, 'num_prompts': conc * 10, 'warmup_requests': conc * 2,
+            'started': '2026-11-29T10:00:00Z'}
+
+
+@pytest.fixture
+def host_dir(run_dir):
+    directory = run_dir / 'infera-node-1'
+    directory.mkdir()
+    return directory
+
+
+# ---------------------------------------------------------------- the verdict
+
+@pytest.mark.parametrize('valid, resumed, aborted, status', [
+    (True, False, False, 'ok'),
+    (False, False, False, 'invalid'),
+    (False, False, True, 'aborted'),
+    (True, False, True, 'ok'),
+    (True, True, False, 'resumed'),
+    (False, True, False, 'resumed'),
+    (True, True, True, 'resumed'),
+    (False, True, True, 'aborted'),
+], ids=['ran-valid', 'ran-invalid', 'aborted-without-result', 'aborted-after-a-valid-result', 'resumed',
+        'resumed-file-gone-since', 'resumed-then-aborted', 'resumed-then-aborted-without-result'])
+def test_each_status_of_a_point(valid, resumed, aborted, status):
+    assert sweep_record.point_status(valid, resumed, aborted) == status
+
+
+def test_a_valid_point_is_recorded_ok_with_every_manifest_key(host_dir):
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    entry = sweep_record.record_point(str(host_dir), planned(32))
+    assert list(entry) == ['conc', 'variant', 'num_prompts', 'warmup_requests', 'file', 'started', 'ended', 'status', 'reason']
+    assert {key: entry[key] for key in entry if key != 'ended'} == {
+        'conc': 32, 'variant': 'nodp', 'num_prompts': 320, 'warmup_requests': 64, 'file': 'mix_c32.jsonl',
+        'started': '2026-11-29T10:00:00Z', 'status': 'ok', 'reason': ''}
+    assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ', entry['ended'])
+
+
+@pytest.mark.parametrize('write, resumed, aborted, status, reason', [
+    (None, False, True, 'aborted', MISSING % 32),
+    (None, False, False, 'invalid', MISSING % 32),
+    (bench_record(32, num_prompts=310), False, False, 'invalid', 'only 310 of 320 requests completed'),
+    (bench_record(64), False, False, 'invalid', 'the file reports max_concurrency 64, the manifest says 32'),
+    (bench_record(32), True, False, 'resumed', ''),
+    (bench_record(32), False, True, 'ok', ''),
+], ids=['aborted', 'never-written', 'short', 'another-concurrency', 'resumed', 'valid-before-the-abort'])
+def test_the_recorded_status_and_reason(host_dir, write, resumed, aborted, status, reason):
+    if write is not None:
+        write_lines(host_dir / 'mix_c32.jsonl', write)
+    entry = sweep_record.record_point(str(host_dir), planned(32), resumed=resumed, aborted=aborted, ended='2026-11-29T10:10:00Z')
+    assert (entry['status'], entry['reason'], entry['ended']) == (status, reason, '2026-11-29T10:10:00Z')
+
+
+# ---------------------------------------------------------------- the manifest file
+
+def test_the_manifest_is_written_as_to_nice_json_wrote_it(host_dir):
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    manifest = sweep_record.build_manifest(RUN, [sweep_record.record_point(str(host_dir), planned(32))])
+    assert sweep_record.manifest_text(manifest) == to_nice_json(manifest) + '\n'
+    assert sweep_record.write_manifest(str(host_dir), manifest) is True
+    assert json.loads((host_dir / 'manifest.json').read_text(encoding='utf-8')) == manifest
+    assert sorted(manifest) == sorted(sweep_record.RUN_KEYS + ('points',))
+
+
+def test_a_manifest_is_written_once_then_unchanged_and_check_mode_writes_nothing(host_dir):
+    manifest = sweep_record.build_manifest(RUN, [])
+    assert sweep_record.write_manifest(str(host_dir), manifest, check_mode=True) is True
+    assert not (host_dir / 'manifest.json').exists()
+    assert sweep_record.write_manifest(str(host_dir), manifest) is True
+    assert stat.S_IMODE(os.stat(host_dir / 'manifest.json').st_mode) == 0o644
+    assert sweep_record.write_manifest(str(host_dir), manifest) is False
+    assert sweep_record.write_manifest(str(host_dir), dict(manifest, image='other'), check_mode=True) is True
+    assert json.loads((host_dir / 'manifest.json').read_text(encoding='utf-8'))['image'] == RUN['image']
+    assert os.listdir(host_dir) == ['manifest.json']
+
+
+def test_a_failed_write_leaves_the_previous_manifest_whole_and_no_temporary_file(host_dir, monkeypatch):
+    first = sweep_record.build_manifest(RUN, [])
+    sweep_record.write_manifest(str(host_dir), first)
+    before = (host_dir / 'manifest.json').read_bytes()
+
+    def full_disk(_source, _target):
+        raise OSError(28, 'No space left on device')
+
+    monkeypatch.setattr(sweep_record.os, 'replace', full_disk)
+    with pytest.raises(SweepResultsError, match='cannot write .*manifest.json: No space left on device'):
+        sweep_record.write_manifest(str(host_dir), dict(first, points=[{'conc': 32}]))
+    assert (host_dir / 'manifest.json').read_bytes() == before
+    assert os.listdir(host_dir) == ['manifest.json']
+
+
+def test_a_folder_that_cannot_take_the_file_is_named(tmp_path):
+    with pytest.raises(SweepResultsError, match='cannot write %s' % re.escape(str(tmp_path / 'absent' / 'manifest.json'))):
+        sweep_record.write_manifest(str(tmp_path / 'absent'), sweep_record.build_manifest(RUN, []))
+
+
+# ---------------------------------------------------------------- the report reads what the sweep recorded
+
+def record_run(host_dir):
+    """What point.yml does: record each point after it and rewrite the manifest with every point so far."""
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=200.0))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, num_prompts=600))
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256, duration=800.0))
+    points = []
+    for conc, variant, resumed, aborted in ((32, 'nodp', True, False), (64, 'nodp', False, False),
+                                            (256, 'dp', False, False), (512, 'dp', False, True)):
+        points.append(sweep_record.record_point(str(host_dir), planned(conc, variant), resumed, aborted))
+        sweep_record.write_manifest(str(host_dir), sweep_record.build_manifest(RUN, points))
+    return points
+
+
+def test_the_report_reads_the_recorded_manifest_and_its_verdicts(run_dir, host_dir):
+    points = record_run(host_dir)
+    assert [(entry['conc'], entry['status']) for entry in points] == [(32, 'resumed'), (64, 'invalid'), (256, 'ok'),
+                                                                      (512, 'aborted')]
+    manifest = sweep_record.read_manifest(str(host_dir))
+    assert manifest == sweep_record.build_manifest(RUN, points)
+    run = sweep_report.collect(str(run_dir))
+    assert [(row['Concurrency'], row['Variant'], row['Status']) for row in run['rows']] == [
+        (32, 'nodp', 'resumed'), (256, 'dp', 'ok')]
+    assert [(entry['conc'], entry['status'], entry['reason']) for entry in run['invalid']] == [
+        (64, 'invalid', 'marked invalid by the sweep; only 600 of 640 requests completed'),
+        (512, 'aborted', 'marked aborted by the sweep; ' + MISSING % 512)]
+    assert run['rows'][0]['Model'] == RUN['model']
+    assert (run['rows'][1]['GPUs'], run['rows'][1]['DP Attention']) == (8, True)
+
+
+def test_a_point_recorded_ok_is_still_left_out_when_its_file_changed_since(run_dir, host_dir):
+    record_run(host_dir)
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256, num_prompts=5))
+    run = sweep_report.collect(str(run_dir))
+    assert [row['Concurrency'] for row in run['rows']] == [32]
+    assert {entry['conc']: entry['reason'] for entry in run['invalid']}[256] == 'only 5 of 2560 requests completed'
+
+
+@pytest.mark.parametrize('point, problem', [
+    ({'conc': 32, 'status': 'ok'}, ''),
+    ({'conc': 32}, ''),
+    ({'conc': 32, 'status': 'invalid', 'reason': 'engine exited'}, 'marked invalid by the sweep: engine exited'),
+    ({'conc': 32, 'num_prompts': 640}, 'only 320 of 640 requests completed'),
+    ({'conc': 64, 'file': 'mix_c32.jsonl'}, 'the file reports max_concurrency 32, the manifest says 64'),
+], ids=['ok', 'no-status-means-ok', 'marked', 'file-short', 'file-of-another-point'])
+def test_a_recorded_point_reads_as_its_status_then_its_file(host_dir, point, problem):
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    checked, found = sweep_record.recorded_problem(str(host_dir), point)
+    assert found == problem
+    assert checked['record']['max_concurrency'] == 32

@@ -14,7 +14,17 @@ OUTPUT = REPO / "docs" / "role-variables.md"
 
 
 def _cell(value):
+    if isinstance(value, list):
+        value = " ".join(map(str, value))
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _default(option):
+    if option.get("required"):
+        return "**required**"
+    if "default" not in option:
+        return "see description"
+    return f"`{option['default']}`"
 
 
 def render():
@@ -33,8 +43,7 @@ def render():
                 kind += f" of {option['elements']}"
             if option.get("choices"):
                 kind += " (" + ", ".join(map(str, option["choices"])) + ")"
-            default = "**required**" if option.get("required") else f"`{option.get('default')}`"
-            lines.append(f"| `{name}` | {_cell(kind)} | {_cell(default)} | {_cell(option['description'])} |")
+            lines.append(f"| `{name}` | {_cell(kind)} | {_cell(_default(option))} | {_cell(option['description'])} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -35,7 +35,13 @@ def role_variables():
 
 
 def container_defaults():
-    return yaml.safe_load((REPO / "roles" / "container" / "defaults" / "main.yml").read_text())
+    """The container name and work directory: the shared names of the infera role, which the
+    container role's defaults refer to."""
+    shared = yaml.safe_load((REPO / "roles" / "infera" / "defaults" / "main.yml").read_text())
+    defaults = yaml.safe_load((REPO / "roles" / "container" / "defaults" / "main.yml").read_text())
+    assert defaults["container_name"] == "{{ infera_container }}"
+    assert defaults["container_work_dir"] == "{{ infera_work_dir }}"
+    return {"container_name": shared["infera_container"], "container_work_dir": shared["infera_work_dir"]}
 
 
 def strings(value):

@@ -38,6 +38,7 @@ _link_collection()
 
 RECIPE_FILE = REPO / 'roles' / 'sglang_worker' / 'recipes' / 'dsv4-pro-mi355x-mixed.yml'
 ROLE_DEFAULTS = REPO / 'roles' / 'sglang_worker' / 'defaults' / 'main.yml'
+SHARED_DEFAULTS = REPO / 'roles' / 'infera' / 'defaults' / 'main.yml'
 # What an inventory must set for a real node; the role's defaults give the rest (TP size, host, port).
 SITE_VALUES = {
     'sglang_worker_model_path': '/data/hf-cache/DeepSeek-V4-Pro',
@@ -60,12 +61,26 @@ def _render(value, context, environment):
     return environment.from_string(value).render(**context)
 
 
+def _role_defaults(environment):
+    """The worker role's defaults over the infera role's shared names, rendered as far as they go
+    (sglang_worker_port is "{{ infera_engine_port }}"; a lookup stays unrendered)."""
+    context = yaml.safe_load(SHARED_DEFAULTS.read_text(encoding='utf-8'))
+    defaults = yaml.safe_load(ROLE_DEFAULTS.read_text(encoding='utf-8'))
+    for name, value in defaults.items():
+        try:
+            context[name] = _render(value, context, environment)
+        except jinja2.TemplateError:
+            context[name] = value
+    return context
+
+
 def load_recipe(**variables):
     """The shipped recipe with its placeholders rendered from the role's defaults, SITE_VALUES and variables."""
-    context = dict(yaml.safe_load(ROLE_DEFAULTS.read_text(encoding='utf-8')), **SITE_VALUES)
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    context = dict(_role_defaults(environment), **SITE_VALUES)
     context.update(variables)
     data = yaml.safe_load(RECIPE_FILE.read_text(encoding='utf-8'))
-    return _render(data, context, jinja2.Environment(undefined=jinja2.StrictUndefined))
+    return _render(data, context, environment)
 
 
 @pytest.fixture

@@ -63,10 +63,12 @@ def test_the_walkthrough_has_both_variants():
 def test_each_variant_runs_the_walkthrough_command(render_recipe, variant):
     defaults = yaml.safe_load((REPO / "roles" / "sglang_worker" / "defaults" / "main.yml").read_text())
     text_env, text_flags = COMMANDS[variant]
-    # The role passes its cold-start knob over the recipe's value (extra_args), so both must be the text's.
+    # The role passes its cold-start knob over the recipe's value (extra_args), so both must be the text's;
+    # on the dev plane (the walkthrough's) it adds the plane's flags, which the infera role owns.
     cold_start = {"--cuda-graph-max-bs": defaults["sglang_worker_cuda_graph_max_bs"]}
+    plane = yaml.safe_load((REPO / "roles" / "infera" / "vars" / "main.yml").read_text())["infera_dev_plane_args"]
     selected = select({"conc": 1, "variant": variant, "recipe": render_recipe(**PLACEHOLDERS),
-                       "extra_args": cold_start})
+                       "extra_args": {**cold_start, **plane}})
     assert _flags(selected["argv"]) == text_flags
     assert selected["env"] == {**SHARED_ENV, **text_env}
     assert text_flags["--cuda-graph-max-bs"] == ["128"]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 PLAYBOOK = Path(__file__).parent / "playbooks" / "select.yml"
@@ -38,6 +39,23 @@ def test_production_plane_drops_exactly_the_three_flags(tmp_path):
     assert not set(DEV_PLANE) & set(production)
     dropped = [token for flag in DEV_PLANE for token in (flag, dev[dev.index(flag) + 1])]
     assert [token for token in dev if token not in dropped] == production
+
+
+def test_router_and_worker_take_the_same_dev_plane_flags_from_the_infera_role():
+    """The flags have one owner: the router's launch script and the worker's argv both read it."""
+    plane = yaml.safe_load((REPO / "roles" / "infera" / "vars" / "main.yml").read_text())["infera_dev_plane_args"]
+    assert list(plane) == DEV_PLANE
+    router_script = (REPO / "roles" / "router" / "templates" / "router.sh.j2").read_text()
+    assert "infera_dev_plane_args" in router_script and "--discovery-backend" not in router_script
+    recipe = yaml.safe_load((REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-mixed.yml").read_text())
+    assert not set(DEV_PLANE) & set(recipe["args"]), "the recipe must not spell the plane's flags again"
+
+
+def test_production_plane_drops_the_flags_from_a_recipe_that_spells_them_out(tmp_path):
+    recipe = yaml.safe_load((REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-mixed.yml").read_text())
+    recipe["args"].update({"--discovery-backend": "etcd", "--request-transport": "http"})
+    argv = select(tmp_path, sglang_worker_conc=64, infera_plane="production", sglang_worker_recipe=recipe)["argv"]
+    assert not set(DEV_PLANE) & set(argv)
 
 
 @pytest.mark.parametrize("tp, devices", [(8, "0,1,2,3,4,5,6,7"), (4, "0,1,2,3")])

@@ -140,8 +140,7 @@ def test_nodp_argv_is_common_flags_then_variant_flags_in_order(recipe):
     argv = _select(recipe, 64)['argv']
     assert argv == ['--model-path', '/data/hf-cache/DeepSeek-V4-Pro', '--tp-size', '8', '--trust-remote-code',
                     '--host', '0.0.0.0', '--port', '30000', '--advertise-host', '10.0.0.5',
-                    '--etcd-endpoint', 'http://10.0.0.1:2379', '--discovery-backend', 'etcd',
-                    '--request-transport', 'http', '--kv-event-transport', 'zmq', '--attention-backend', 'dsv4',
+                    '--etcd-endpoint', 'http://10.0.0.1:2379', '--attention-backend', 'dsv4',
                     '--disable-radix-cache', '--page-size', '256', '--cuda-graph-max-bs', '128',
                     '--swa-full-tokens-ratio', '0.15', '--disable-shared-experts-fusion',
                     '--mem-fraction-static', '0.90', '--chunked-prefill-size', '8192']

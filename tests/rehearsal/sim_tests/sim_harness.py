@@ -270,8 +270,10 @@ def with_values(argv, **overrides):
 
 
 def recipe_argvs(values):
-    """{"nodp"|"dp": argv} of the shipped recipe, its Jinja placeholders filled in."""
+    """{"nodp"|"dp": argv} of the shipped recipe on the dev plane (the plane's flags come
+    from the infera role, as the worker role adds them), its Jinja placeholders filled in."""
     recipe = yaml.safe_load(RECIPE.read_text())
+    plane = yaml.safe_load((REPO / "roles" / "infera" / "vars" / "main.yml").read_text())["infera_dev_plane_args"]
 
     def render(value):
         text = str(value)
@@ -283,7 +285,7 @@ def recipe_argvs(values):
             argv += [flag] if value is None else [flag, render(value)]
         return argv
 
-    return {name: flags(recipe["args"]) + flags(variant["args"])
+    return {name: flags(recipe["args"]) + flags(plane) + flags(variant["args"])
             for name, variant in recipe["variants"].items()}
 
 

@@ -96,7 +96,7 @@ _raw:
       type: list
       elements: str
       sample:
-        - "node1: sweep plan: 2 point(s) to run; engine restart(s): 1 (nodp -> dp); estimated ~1:42:10 in total (from targets.yml; warmup and restarts not counted)"
+        - "node1: sweep plan: 2 point(s) to run; engine restart(s): 1 (nodp -> dp); estimated ~1:42:10 in total (from targets.yml; ...)"
         - "node1:   point 1/2 c64 nodp, 640 prompts on 8 GPUs: ~0:05:27"
         - "node1:   point 2/2 c1024 dp, 10240 prompts on 8 GPUs: ~1:27:09"
 """

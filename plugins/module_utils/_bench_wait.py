@@ -81,6 +81,8 @@ _WARMUP_DONE = re.compile(r'Warmup completed with \d+ sequences')
 # tqdm: " 35%|###5      | 3584/10240 [12:01<22:20,  4.97it/s]"; elapsed is MM:SS or H:MM:SS.
 _BAR = re.compile(r'\|\s*(\d+)/(\d+) \[(\d+(?::\d\d){1,2})<')
 _RESULTS = re.compile(r' Serving Benchmark Result ')
+# The engine as results report it when no health URL is checked.
+_UNCHECKED_ENGINE = {'checked': False, 'alive': None, 'failures': 0, 'last': None}
 
 
 # ---------------------------------------------------------------- options
@@ -206,8 +208,9 @@ def progress_line(host, result, label=None, estimate=None, num_prompts=None):
     elapsed = result.get('elapsed') or 0
     eta, how = point_eta(progress, elapsed, estimate)
     eta_text = 'ETA ?' if eta is None else 'ETA %s%s' % ('~' if how == 'estimate' else '', format_duration(eta))
-    return '%s: %s: %s, elapsed %s, %s, %s' % (host, label or 'the point', _requests_text(progress, num_prompts),
-                                              format_duration(elapsed), eta_text, _engine_text(result.get('engine')))
+    return '%s: %s: %s, elapsed %s, %s, %s' % (
+        host, label or 'the point', _requests_text(progress, num_prompts), format_duration(elapsed), eta_text,
+        _engine_text(result.get('engine')))
 
 
 # ---------------------------------------------------------------- health
@@ -335,8 +338,7 @@ class BenchPointWait:
             'log_tail': log_tail(options.log_path),
             'killed_pids': [],
             'progress': dict(self.progress),
-            'engine': self.health.summary if self.health else {'checked': False, 'alive': None, 'failures': 0,
-                                                                'last': None},
+            'engine': self.health.summary if self.health else dict(_UNCHECKED_ENGINE),
         }
 
     def _slice_result(self):

@@ -179,15 +179,17 @@ def sweep_seconds(points, now=None):
     return (now - min(starts)).total_seconds()
 
 
+def _clock_or_unknown(seconds):
+    return clock(seconds) if seconds is not None else '?'
+
+
 def timing_lines(host, points, restarts):
     """The wall time of each point and of each engine (re)start the sweep made, for the end of the play."""
     lines = []
     for point in points:
-        seconds = wall_seconds(point)
-        lines.append('%s: c%s %s: %s (%s)' % (host, point.get('conc'), point.get('variant'),
-                                             clock(seconds) if seconds is not None else '?', point.get('status')))
+        lines.append('%s: c%s %s: %s (%s)' % (
+            host, point.get('conc'), point.get('variant'), _clock_or_unknown(wall_seconds(point)), point.get('status')))
     for restart in restarts:
-        seconds = restart.get('seconds')
-        lines.append('%s: engine (re)start to %s: %s' % (host, restart.get('variant'),
-                                                        clock(seconds) if seconds is not None else '?'))
+        lines.append('%s: engine (re)start to %s: %s' % (
+            host, restart.get('variant'), _clock_or_unknown(restart.get('seconds'))))
     return lines

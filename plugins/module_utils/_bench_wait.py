@@ -147,12 +147,12 @@ def scan_bench_line(progress, text):
         progress['warmup_requests'] = int(warmup.group(1))
     if _WARMUP_DONE.search(text):
         _advance(progress, 'main')
-    bar = _BAR.search(text)
-    if bar:
+    redraw = _BAR.search(text)
+    if redraw:
         # Only the main run has a bar (the client draws none for the warmup).
         _advance(progress, 'main')
-        progress['completed'], progress['total'] = int(bar.group(1)), int(bar.group(2))
-        progress['bar_elapsed'] = _clock_seconds(bar.group(3))
+        progress['completed'], progress['total'] = int(redraw.group(1)), int(redraw.group(2))
+        progress['bar_elapsed'] = _clock_seconds(redraw.group(3))
     if _RESULTS.search(text):
         _advance(progress, 'results')
 

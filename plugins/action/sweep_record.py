@@ -13,6 +13,7 @@ import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record import (
@@ -20,10 +21,18 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record impor
     PLANNED_KEYS,
     RUN_KEYS,
     build_manifest,
+    judge_point,
     manifest_text,
-    record_point,
     write_manifest,
 )
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_progress import (
+    point_figures,
+    point_line,
+    sweep_seconds,
+    timing_lines,
+)
+
+display = Display()
 
 ARGUMENT_SPEC = {
     'dest': {'type': 'path', 'required': True},
@@ -44,6 +53,8 @@ ARGUMENT_SPEC = {
     'started': {'type': 'str', 'default': ''},
     'resumed': {'type': 'bool', 'default': False},
     'aborted': {'type': 'bool', 'default': False},
+    'label': {'type': 'str'},
+    'restarts': {'type': 'list', 'elements': 'dict', 'default': []},
 }
 
 
@@ -67,7 +78,8 @@ class ActionModule(ActionBase):
         _validation, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         dest = self._loader.path_dwim(params['dest'])
         path = os.path.join(dest, MANIFEST)
-        point = record_point(dest, {key: params[key] for key in PLANNED_KEYS}, params['resumed'], params['aborted'])
+        point, record = judge_point(dest, {key: params[key] for key in PLANNED_KEYS}, params['resumed'],
+                                    params['aborted'])
         manifest = build_manifest({key: params[key] for key in RUN_KEYS}, params['points'] + [point])
         before = _current_text(path) if self._task.diff else None
         try:
@@ -75,7 +87,11 @@ class ActionModule(ActionBase):
         except SweepResultsError as error:
             raise AnsibleActionFail('sweep record for %s c%s: %s' % (params['host'], params['conc'], error)) from None
 
-        result.update({'changed': changed, 'path': path, 'point': point, 'manifest': manifest})
+        figures = point_figures(record, (params['variants'].get(params['variant']) or {}).get('argv'))
+        line = point_line(params['host'], params['label'], point, figures, sweep_seconds(manifest['points']))
+        display.display(line)
+        result.update({'changed': changed, 'path': path, 'point': point, 'manifest': manifest, 'figures': figures,
+                       'line': line, 'timings': timing_lines(params['host'], manifest['points'], params['restarts'])})
         if self._task.diff and changed:
             result['diff'] = {'before_header': path, 'after_header': path, 'before': before, 'after': manifest_text(manifest)}
         return result

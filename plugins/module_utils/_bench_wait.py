@@ -12,20 +12,32 @@ Everything here looks at those files and that URL from the node, and when a poin
 aborted it finds the bench processes by their command line in /proc (the node sees the
 container's processes there) and stops them. What a failure tells the user is written in
 _remediation; the files are read through _node_files.
+
+The wait can run in slices (max_wait) under the action plugin: a slice returns what the next
+one needs in ``resume`` (the start time, the failed health checks in a row, how far the bench
+log was read and the progress seen in it), and the action prints one progress line per slice.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 
 from ansible_collections.infera.serving.plugins.module_utils import _health, _procs
 from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
-from ansible_collections.infera.serving.plugins.module_utils._node_files import count_lines, log_tail, wait_for_exit_code
-from ansible_collections.infera.serving.plugins.module_utils._options import WaitOptions, check_url
+from ansible_collections.infera.serving.plugins.module_utils._node_files import (
+    count_lines,
+    log_tail,
+    new_reading,
+    read_on,
+    wait_for_exit_code,
+)
+from ansible_collections.infera.serving.plugins.module_utils._options import SLICE_OPTIONS, WaitOptions, check_url
 from ansible_collections.infera.serving.plugins.module_utils._remediation import (
     WORKER_DEATHS,
+    format_duration,
     point_cause,
     point_failure_message,
 )
@@ -45,7 +57,14 @@ ARGUMENT_SPEC = dict(
     node=dict(type='str'),
     conc=dict(type='int'),
     stage=dict(type='str', default='sweep'),
+    max_wait=dict(type='float', default=0.0),
+    resume=dict(type='dict'),
+    label=dict(type='str'),
+    estimate=dict(type='float'),
+    **SLICE_OPTIONS
 )
+# Read by the action plugin only: how to slice and what its progress lines say.
+ACTION_ONLY_OPTIONS = tuple(SLICE_OPTIONS) + ('label', 'estimate')
 
 # SGLang's /health sends a one-token generation through the scheduler and gives up after 20 s
 # (SGLANG_HEALTH_CHECK_TIMEOUT), so a loaded but live engine can take that long to answer.
@@ -53,6 +72,17 @@ HEALTH_TIMEOUT = 30.0
 # A client whose requests all failed because the engine died often exits before the
 # engine's exit marker is written: give the marker this long before blaming the client.
 _ENGINE_EXIT_GRACE = 1.5
+
+# What sglang.bench_serving (0.4.10.post2) prints, in order: the warmup starts and ends on stdout,
+# then the main run draws a tqdm bar on stderr (redrawn with carriage returns), then the results.
+BENCH_STAGES = ('starting', 'warmup', 'main', 'results')
+_WARMUP_START = re.compile(r'Starting warmup with (\d+) sequences')
+_WARMUP_DONE = re.compile(r'Warmup completed with \d+ sequences')
+# tqdm: " 35%|###5      | 3584/10240 [12:01<22:20,  4.97it/s]"; elapsed is MM:SS or H:MM:SS.
+_BAR = re.compile(r'\|\s*(\d+)/(\d+) \[(\d+(?::\d\d){1,2})<')
+_RESULTS = re.compile(r' Serving Benchmark Result ')
+# The engine as results report it when no health URL is checked.
+_UNCHECKED_ENGINE = {'checked': False, 'alive': None, 'failures': 0, 'last': None}
 
 
 # ---------------------------------------------------------------- options
@@ -74,6 +104,8 @@ class _Options(WaitOptions):
             raise WaitError('health_interval must be more than 0 seconds; got %s' % self.health_interval)
         if not 0 < self.poll_interval <= 10:
             raise WaitError('poll_interval must be more than 0 and at most 10 seconds; got %s' % self.poll_interval)
+        if self.max_wait < 0:
+            raise WaitError('max_wait must be 0 (wait until the point ends) or more seconds; got %s' % self.max_wait)
         if self.conc is not None and self.conc < 1:
             raise WaitError('conc must be 1 or more; got %s' % self.conc)
         if self.kill_match is not None and not self.kill_match.strip():
@@ -87,15 +119,110 @@ class _Options(WaitOptions):
         return 'point c%d' % self.conc if self.conc is not None else 'the point'
 
 
+# ---------------------------------------------------------------- the client's progress
+
+def new_progress():
+    """What the bench log has shown so far: the stage, warmup requests, and the main run's bar."""
+    return {'stage': 'starting', 'warmup_requests': None, 'completed': 0, 'total': None, 'bar_elapsed': None}
+
+
+def _advance(progress, stage):
+    if BENCH_STAGES.index(stage) > BENCH_STAGES.index(progress['stage']):
+        progress['stage'] = stage
+
+
+def _clock_seconds(text):
+    """tqdm's MM:SS or H:MM:SS as seconds."""
+    total = 0
+    for part in text.split(':'):
+        total = total * 60 + int(part)
+    return total
+
+
+def scan_bench_line(progress, text):
+    """Update progress from one line of the bench log (or one carriage-return redraw of its bar)."""
+    warmup = _WARMUP_START.search(text)
+    if warmup:
+        _advance(progress, 'warmup')
+        progress['warmup_requests'] = int(warmup.group(1))
+    if _WARMUP_DONE.search(text):
+        _advance(progress, 'main')
+    redraw = _BAR.search(text)
+    if redraw:
+        # Only the main run has a bar (the client draws none for the warmup).
+        _advance(progress, 'main')
+        progress['completed'], progress['total'] = int(redraw.group(1)), int(redraw.group(2))
+        progress['bar_elapsed'] = _clock_seconds(redraw.group(3))
+    if _RESULTS.search(text):
+        _advance(progress, 'results')
+
+
+def read_progress(path, reading, progress):
+    """Read what the bench log gained since reading['read_offset'] into progress; a rewritten log starts over."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return
+    if size < reading['read_offset']:
+        reading.update(new_reading())
+        progress.update(new_progress())
+    read_on(path, reading, lambda text: scan_bench_line(progress, text))
+
+
+def point_eta(progress, elapsed, estimate=None):
+    """(seconds left, how it was found) for a point: from the bar's rate once requests complete, else the estimate.
+
+    How: 'rate' (the main run's own pace so far), 'estimate' (the plan's estimate less the time
+    spent), or None when there is nothing to go on.
+    """
+    completed, total = progress.get('completed') or 0, progress.get('total')
+    if progress.get('stage') in ('main', 'results') and total and completed and progress.get('bar_elapsed'):
+        return progress['bar_elapsed'] * (total - completed) / float(completed), 'rate'
+    if estimate:
+        return max(estimate - elapsed, 0.0), 'estimate'
+    return None, None
+
+
+def _requests_text(progress, num_prompts):
+    stage = progress.get('stage', 'starting')
+    if stage == 'starting':
+        return 'client starting'
+    if stage == 'warmup':
+        warmup = progress.get('warmup_requests')
+        return 'warmup (%s requests)' % (warmup if warmup is not None else '?')
+    total = progress.get('total') or num_prompts or '?'
+    return '%s %s/%s requests' % ('main' if stage == 'main' else 'results', progress.get('completed') or 0, total)
+
+
+def _engine_text(engine):
+    if not engine or engine.get('alive') is None:
+        return 'engine not checked yet' if engine and engine.get('checked') else 'engine not checked'
+    if engine['alive']:
+        return 'engine alive'
+    return 'engine not answering (%d failed checks in a row, last: %s)' % (engine['failures'], engine['last'])
+
+
+def progress_line(host, result, label=None, estimate=None, num_prompts=None):
+    """The action plugin's one line for a slice of a point: which point, requests done, elapsed, ETA, engine."""
+    progress = result.get('progress') or new_progress()
+    elapsed = result.get('elapsed') or 0
+    eta, how = point_eta(progress, elapsed, estimate)
+    eta_text = 'ETA ?' if eta is None else 'ETA %s%s' % ('~' if how == 'estimate' else '', format_duration(eta))
+    return '%s: %s: %s, elapsed %s, %s, %s' % (
+        host, label or 'the point', _requests_text(progress, num_prompts), format_duration(elapsed), eta_text,
+        _engine_text(result.get('engine')))
+
+
 # ---------------------------------------------------------------- health
 
 class _HealthWatch:
     """Ask the health URL every interval in a thread, so a slow answer never delays seeing the exit file."""
 
-    def __init__(self, url, interval):
+    def __init__(self, url, interval, consecutive_failures=0):
         self.url = url
         self.interval = interval
-        self.consecutive_failures = 0
+        # Carried over from the previous slice: three failures in a row may span two slices.
+        self.consecutive_failures = consecutive_failures
         self.last = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name='engine-health', daemon=True)
@@ -106,11 +233,20 @@ class _HealthWatch:
     def stop(self):
         self._stop.set()
 
+    def finish_probe(self):
+        """Stop, but let a check in flight answer first: a slice as short as the check's timeout must still count it."""
+        self._stop.set()
+        self._thread.join(HEALTH_TIMEOUT + 1)
+
+    @property
+    def summary(self):
+        answered = self.last is not None
+        return {'checked': True, 'alive': (self.last == 200) if answered else None,
+                'failures': self.consecutive_failures, 'last': self.last}
+
     def _run(self):
         while not self._stop.is_set():
             status, error = _health.probe_health(self.url, HEALTH_TIMEOUT)
-            if self._stop.is_set():
-                return
             self.last = status if status is not None else error
             self.consecutive_failures = 0 if status == 200 else self.consecutive_failures + 1
             self._stop.wait(self.interval)
@@ -123,26 +259,40 @@ class BenchPointWait:
 
     def __init__(self, params):
         self.options = _Options(params)
-        self.started_at = None
+        resume = self.options.resume or {}
+        self.started_at = resume.get('started_at')
+        self.reading = new_reading(resume.get('read_offset') or 0)
+        self.progress = dict(new_progress(), **(resume.get('progress') or {}))
+        self.carried_failures = resume.get('health_failures') or 0
         self.health = None
 
     def wait(self):
-        """Return (result, warnings) for a point that finished with 0; raise WaitError otherwise."""
+        """Return (result, warnings) for a point that finished with 0 or a slice that ran out; raise WaitError otherwise."""
         options = self.options
-        self.started_at = time.time()
+        slice_start = time.time()
+        if self.started_at is None:
+            self.started_at = slice_start
         if options.engine_health_url:
-            self.health = _HealthWatch(options.engine_health_url, options.health_interval)
+            self.health = _HealthWatch(options.engine_health_url, options.health_interval, self.carried_failures)
             self.health.start()
+        outcome = None
         try:
-            outcome = self._poll_until_outcome()
+            outcome = self._poll_until_outcome(slice_start)
         finally:
-            if self.health:
+            if self.health and outcome is None:
+                self.health.finish_probe()
+            elif self.health:
                 self.health.stop()
+        if outcome is None:
+            return self._slice_result(), []
         return self._finish(*outcome)
 
-    def _poll_until_outcome(self):
+    def _poll_until_outcome(self, slice_start):
+        """The outcome tuple, or None when the slice (max_wait) is over first."""
         options = self.options
         while True:
+            if options.log_path:
+                read_progress(options.log_path, self.reading, self.progress)
             # The bench exit file first: a point that finished counts even if the engine died just after.
             if os.path.exists(options.exit_file):
                 code = wait_for_exit_code(options.exit_file)
@@ -157,6 +307,8 @@ class BenchPointWait:
                 return 'unhealthy', self.health.last
             if time.time() - self.started_at >= options.deadline:
                 return 'deadline', None
+            if options.max_wait and time.time() - slice_start >= options.max_wait:
+                return None
             time.sleep(options.poll_interval)
 
     def _engine_exit_within(self, grace):
@@ -174,21 +326,48 @@ class BenchPointWait:
             return False
         return wait_for_exit_code(path)
 
+    def _common_result(self, elapsed):
+        options = self.options
+        return {
+            'changed': False,
+            'rc': None,
+            'elapsed': round(elapsed, 1),
+            'aborted': False,
+            'finished': False,
+            'output_lines': count_lines(options.output_file),
+            'log_tail': log_tail(options.log_path),
+            'killed_pids': [],
+            'progress': dict(self.progress),
+            'engine': self.health.summary if self.health else dict(_UNCHECKED_ENGINE),
+        }
+
+    def _slice_result(self):
+        result = self._common_result(time.time() - self.started_at)
+        result['resume'] = {
+            'started_at': self.started_at,
+            'health_failures': self.health.consecutive_failures if self.health else 0,
+            'read_offset': self.reading['read_offset'],
+            'progress': dict(self.progress),
+        }
+        return result
+
     def _finish(self, kind, detail):
         options = self.options
         killed, denied = [], []
         if kind != 'done' and options.kill_match:
             killed, denied = _procs.stop_processes(options.kill_match)
         elapsed = time.time() - self.started_at
-        result = {
+        if options.log_path:
+            # The client's last words (its results block) come after the last poll read the log.
+            read_progress(options.log_path, self.reading, self.progress)
+        result = self._common_result(elapsed)
+        result.update({
             'changed': bool(killed),
             'rc': detail if kind == 'done' else None,
-            'elapsed': round(elapsed, 1),
             'aborted': kind != 'done',
-            'output_lines': count_lines(options.output_file),
-            'log_tail': log_tail(options.log_path),
+            'finished': True,
             'killed_pids': killed,
-        }
+        })
         if kind == 'done' and detail == 0:
             return result, self._success_warnings(result)
         result['cause'] = point_cause(options, kind, detail)

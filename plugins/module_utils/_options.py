@@ -3,7 +3,11 @@
 
 # This module util is PRIVATE to the infera.serving collection; it may change at any time.
 
-"""The waits' options: read as attributes, the node their messages name, and the checks both waits make."""
+"""The waits' options: read as attributes, the node their messages name, and the checks both waits make.
+
+Both waits also run in slices under an action plugin; the options only that action reads are
+named and checked here once.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,27 @@ import re
 import socket
 
 from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
+
+
+# A progress line at least once a minute.
+MAX_PROGRESS_INTERVAL = 60
+# Options the controller-side action reads; the module never receives them.
+SLICE_OPTIONS = dict(
+    progress_interval=dict(type='int', default=30),
+    reconnect_retries=dict(type='int', default=10),
+    reconnect_delay=dict(type='float', default=5.0),
+)
+
+
+def validate_action_options(params):
+    """Check the slice options (SLICE_OPTIONS) the action plugin reads; raise WaitError."""
+    if not 1 <= params['progress_interval'] <= MAX_PROGRESS_INTERVAL:
+        raise WaitError('progress_interval must be between 1 and %d seconds (a progress line at least once a '
+                        'minute); got %s' % (MAX_PROGRESS_INTERVAL, params['progress_interval']))
+    if params['reconnect_retries'] < 0:
+        raise WaitError('reconnect_retries must be 0 or more; got %s' % params['reconnect_retries'])
+    if params['reconnect_delay'] < 0:
+        raise WaitError('reconnect_delay must be 0 or more seconds; got %s' % params['reconnect_delay'])
 
 
 class WaitOptions:

@@ -24,7 +24,7 @@ import time
 
 from ansible_collections.infera.serving.plugins.module_utils import _health, _node_files, _procs
 from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
-from ansible_collections.infera.serving.plugins.module_utils._options import WaitOptions, check_url
+from ansible_collections.infera.serving.plugins.module_utils._options import SLICE_OPTIONS, WaitOptions, check_url
 from ansible_collections.infera.serving.plugins.module_utils._remediation import (
     format_duration,
     readiness_cause,
@@ -51,8 +51,7 @@ STAGES = ('launching', 'loading_weights', 'weights_loaded', 'capturing_cuda_grap
 # Outcomes that end a wait without readiness.
 FAILURES = ('failed', 'stalled', 'timed_out', 'exited')
 
-MAX_PROGRESS_INTERVAL = 60
-ACTION_ONLY_OPTIONS = ('progress_interval', 'reconnect_retries', 'reconnect_delay')
+ACTION_ONLY_OPTIONS = tuple(SLICE_OPTIONS)
 
 ARGUMENT_SPEC = dict(
     log_path=dict(type='path', required=True),
@@ -73,9 +72,7 @@ ARGUMENT_SPEC = dict(
     state_file=dict(type='path'),
     poll_interval=dict(type='float', default=0.5),
     node=dict(type='str'),
-    progress_interval=dict(type='int', default=30),
-    reconnect_retries=dict(type='int', default=10),
-    reconnect_delay=dict(type='float', default=5.0),
+    **SLICE_OPTIONS
 )
 
 _STATE_VERSION = 2
@@ -97,17 +94,6 @@ _CAPTURE_PROGRESS = re.compile(r'Capturing batches \(bs=(\d+)[^)]*\):.*?(\d+)/(\
 
 def default_state_file(log_path):
     return log_path + '.ready-state.json'
-
-
-def validate_action_options(params):
-    """Check the options only the action plugin uses; raise WaitError."""
-    if not 1 <= params['progress_interval'] <= MAX_PROGRESS_INTERVAL:
-        raise WaitError('progress_interval must be between 1 and %d seconds (a progress line at least once a '
-                        'minute); got %s' % (MAX_PROGRESS_INTERVAL, params['progress_interval']))
-    if params['reconnect_retries'] < 0:
-        raise WaitError('reconnect_retries must be 0 or more; got %s' % params['reconnect_retries'])
-    if params['reconnect_delay'] < 0:
-        raise WaitError('reconnect_delay must be 0 or more seconds; got %s' % params['reconnect_delay'])
 
 
 class _Options(WaitOptions):

@@ -21,9 +21,13 @@ description:
   - The failure message is written to be acted on at 3 a.m. It names the node, the stage and the point (O(stage),
     O(conc)), the cause and a next step. When the worker died, the last 30 lines of the engine log (O(engine_log))
     follow it. The last 30 lines of the bench log come last.
-  - Meant to run with C(async) and C(poll) so that a point of an hour survives a dropped SSH connection. Set C(async)
-    a little above O(deadline) (for example O(deadline) + 60) so the module, not the async timeout, reports the
-    deadline, and stops the client.
+  - It follows the client's progress in O(log_path). C(sglang.bench_serving) prints C(Starting warmup with N sequences),
+    then C(Warmup completed with N sequences), then draws the main run's tqdm bar (C(k/N [elapsed<remaining])) with
+    carriage returns. RV(progress) says which of these the client is in and how many requests completed.
+  - With O(max_wait) the module returns after that many seconds even when the point has not ended (RV(finished=false)),
+    with what the next call needs in RV(resume). The action plugin of the same name uses this to wait in slices of
+    O(progress_interval) seconds and print one progress line per slice, so a point of an hour shows where it is and
+    survives a dropped SSH connection. Used alone with O(max_wait=0) the module waits until the point ends.
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.action_group
@@ -42,11 +46,15 @@ attributes:
     details:
       - Waiting again on a finished point returns its result at once with C(changed=false).
       - C(changed=true) only when an aborted point had bench processes to stop. Waiting again on it finds none left.
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
   async:
     description: Supports being used with the C(async) keyword.
-    support: full
+    support: none
     details:
-      - Use C(async) above O(deadline) and a C(poll) interval such as 10 seconds.
+      - The action plugin already runs the wait in short slices that survive a dropped connection, and prints progress
+        between them, which C(async) would hide.
 options:
   exit_file:
     description:
@@ -121,6 +129,44 @@ options:
     description: The stage of the walkthrough, for messages.
     type: str
     default: sweep
+  max_wait:
+    description:
+      - Return after this many seconds even if the point has not ended. The result is not failed, has
+        RV(finished=false), the progress so far and RV(resume). V(0) waits until the point ends.
+      - Through the action plugin each slice gets O(progress_interval); the whole wait is bounded by O(deadline).
+    type: float
+    default: 0
+  resume:
+    description:
+      - What the previous call returned as RV(resume), so this call continues its wait. The start time (which
+        O(deadline) counts from), the failed health checks in a row, and how far O(log_path) was read.
+      - The action plugin passes it from slice to slice; leave it unset in a task.
+    type: dict
+  label:
+    description: Action plugin only. How progress lines name the point, for example V(point 2/6 c64 nodp).
+    type: str
+  estimate:
+    description:
+      - Action plugin only. The point's estimated seconds (from the sweep's plan), for an ETA before the first request
+        completes. Unset, progress lines show C(ETA ?) until then.
+    type: float
+  progress_interval:
+    description:
+      - Action plugin only. Seconds each slice waits on the node before the controller prints a progress line, 1 to 60.
+      - A slice that ends while a health check waits for its answer lets it answer first (at most 30 seconds more), so
+        that a check is never lost between slices.
+    type: int
+    default: 30
+  reconnect_retries:
+    description:
+      - Action plugin only. How many times in a row a slice may be lost to a dropped connection (or an unreachable host)
+        before the task gives up as unreachable. Each retry resumes the same wait; the client keeps running meanwhile.
+    type: int
+    default: 10
+  reconnect_delay:
+    description: Action plugin only. Seconds to sleep before retrying after a dropped connection.
+    type: float
+    default: 5
 notes:
   - Only Python's standard library and Ansible's own module utilities are needed on the node.
   - The module does not parse the jsonl; that is done on the controller once every point has finished.
@@ -152,8 +198,9 @@ EXAMPLES = r"""
     engine_health_url: http://127.0.0.1:30000/health
     kill_match: /var/lib/infera/sgl_mix/results/first/mix_c64.jsonl
     deadline: 7200
-  async: 7320
-  poll: 5
+    label: point 2/6 c64 nodp
+    estimate: 812
+    progress_interval: 30
 
 - name: sweep | Wait for a short point without engine checks
   infera.serving.sglang_bench_wait:
@@ -203,6 +250,55 @@ killed_pids:
   type: list
   elements: int
   sample: [41233, 41250]
+finished:
+  description: Whether the point ended (the client exited, or it was aborted); V(false) when O(max_wait) ran out first.
+  returned: always
+  type: bool
+  sample: true
+progress:
+  description: What the bench log has shown so far.
+  returned: always
+  type: dict
+  contains:
+    stage:
+      description: V(starting), V(warmup), V(main) (the measured run) or V(results) (the client printed its results).
+      type: str
+    warmup_requests:
+      description: The warmup's request count, once the client said it starts the warmup.
+      type: int
+    completed:
+      description: Requests the main run has completed, from its progress bar.
+      type: int
+    total:
+      description: Requests of the main run (C(--num-prompts)), from its progress bar.
+      type: int
+    bar_elapsed:
+      description: Seconds the main run has taken so far, from its progress bar.
+      type: int
+  sample: {stage: main, warmup_requests: 128, completed: 3584, total: 10240, bar_elapsed: 721}
+engine:
+  description: What the engine health checks say.
+  returned: always
+  type: dict
+  contains:
+    checked:
+      description: Whether O(engine_health_url) is checked.
+      type: bool
+    alive:
+      description: Whether the last check answered 200; null before the first answer or when not checked.
+      type: bool
+    failures:
+      description: Failed checks in a row.
+      type: int
+    last:
+      description: The last check's HTTP status, or why it got none.
+      type: raw
+  sample: {checked: true, alive: true, failures: 0, last: 200}
+resume:
+  description: What the next call needs to continue this wait (pass it as O(resume)).
+  returned: when RV(finished=false)
+  type: dict
+  sample: {started_at: 1764480060.2, health_failures: 0, read_offset: 48213, progress: {stage: main, completed: 3584}}
 """
 
 from ansible.module_utils.basic import AnsibleModule

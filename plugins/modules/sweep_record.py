@@ -121,6 +121,18 @@ options:
     description: The sweep was aborted at or before this point; without a valid file the point is V(aborted).
     type: bool
     default: false
+  label:
+    description:
+      - How the line printed after the point names it, for example V(point 2/6 c64 nodp) (the sweep plan's label).
+      - Unset, the line says C(point c<conc>).
+    type: str
+  restarts:
+    description:
+      - The engine (re)starts of the sweep so far, each with C(variant) and C(seconds) (the worker's seconds to ready),
+        for RV(timings).
+    type: list
+    elements: dict
+    default: []
 requirements: []
 seealso:
   - module: infera.serving.sweep_report
@@ -194,4 +206,23 @@ manifest:
     variants: {nodp: {argv: [--tp-size, "8"], env: {}}}
     bench_args: {random_input_len: 8192, random_output_len: 1024}
     points: []
+figures:
+  description:
+    - The judged point's figures, from the same record that made it valid; empty when it is not valid.
+    - C(tput_per_gpu) and C(output_tput_per_gpu) in tok/s per GPU, C(interactivity) the median tok/s per user,
+      C(ttft_p99_ms) the P99 time to first token.
+  returned: always
+  type: dict
+  sample: {tput_per_gpu: 2256.1, output_tput_per_gpu: 250.7, interactivity: 18.2, ttft_p99_ms: 4120.5}
+line:
+  description: The line printed after the point (its figures, its verdict and the sweep's running time).
+  returned: always
+  type: str
+  sample: "node1: point 2/6 c64 nodp done: 2256 tok/s/GPU (251 output), 18.2 tok/s/user, TTFT p99 4121 ms, valid; sweep time 0:41:07"
+timings:
+  description: One line per point recorded so far with its wall time and status, then one per engine (re)start in O(restarts).
+  returned: always
+  type: list
+  elements: str
+  sample: ["node1: c32 nodp: 0:14:08 (ok)", "node1: engine (re)start to dp: 0:29:41"]
 """

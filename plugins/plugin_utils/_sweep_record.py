@@ -61,8 +61,17 @@ def record_point(host_dir, planned, resumed=False, aborted=False, ended=None):
     ``planned`` holds PLANNED_KEYS; the entry adds the file, the end time, the status and the
     reason the file is not valid ('' when it is).
     """
+    return judge_point(host_dir, planned, resumed, aborted, ended)[0]
+
+
+def judge_point(host_dir, planned, resumed=False, aborted=False, ended=None):
+    """``(entry, record)``: record_point's manifest entry and the valid record it judged (None when invalid)."""
     name = point_file(planned['conc'])
     checked = validate_point(os.path.join(host_dir, name), planned['num_prompts'], planned['conc'])
+    return _entry(planned, name, checked, resumed, aborted, ended), checked['record'] if checked['valid'] else None
+
+
+def _entry(planned, name, checked, resumed, aborted, ended):
     return {
         'conc': planned['conc'],
         'variant': planned['variant'],

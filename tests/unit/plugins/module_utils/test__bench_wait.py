@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _procs
+from ansible_collections.infera.serving.plugins.module_utils import _bench_wait, _procs
 from ansible_collections.infera.serving.plugins.module_utils._bench_wait import ARGUMENT_SPEC, wait_for_point
 from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
 
@@ -81,8 +81,11 @@ def test_finished_point_succeeds(point):
     started = time.time()
     result, warnings = wait_for_point(point.params())
     assert time.time() - started >= 0.35
-    assert result == {'changed': False, 'rc': 0, 'elapsed': result['elapsed'], 'aborted': False, 'output_lines': 1,
-                      'log_tail': BENCH_LOG, 'killed_pids': []}
+    assert result == {'changed': False, 'rc': 0, 'elapsed': result['elapsed'], 'aborted': False, 'finished': True,
+                      'output_lines': 1, 'log_tail': BENCH_LOG, 'killed_pids': [],
+                      'progress': {'stage': 'main', 'warmup_requests': 128, 'completed': 0, 'total': None,
+                                   'bar_elapsed': None},
+                      'engine': {'checked': False, 'alive': None, 'failures': 0, 'last': None}}
     assert result['elapsed'] >= 0.3
     assert warnings == []
 
@@ -371,3 +374,160 @@ def test_the_old_option_name_engine_log_path_is_an_alias():
 def test_bad_options_fail_before_waiting(point, overrides, message):
     error, _details = failure(point.params(**overrides))
     assert error.startswith(message)
+
+
+# ---------------------------------------------------------------- progress of the client (slices)
+
+# A bench log as sglang.bench_serving 0.4.10.post2 writes it: its warmup lines on stdout, then
+# the main run's bar drawn by tqdm 4.70 (real output: carriage returns, no newline until it closes).
+BENCH_FIXTURE = os.path.join(os.path.dirname(__file__), 'data', 'bench-c4.log')
+
+
+def fixture_bytes():
+    with open(BENCH_FIXTURE, 'rb') as handle:
+        return handle.read()
+
+
+def test_the_whole_log_gives_the_main_run_and_its_results():
+    reading, progress = _bench_wait.new_reading(), _bench_wait.new_progress()
+    _bench_wait.read_progress(BENCH_FIXTURE, reading, progress)
+    assert progress == {'stage': 'results', 'warmup_requests': 8, 'completed': 8, 'total': 8, 'bar_elapsed': 4}
+
+
+@pytest.mark.parametrize('upto, expected', [
+    ('Namespace(', {'stage': 'starting', 'warmup_requests': None, 'completed': 0, 'total': None}),
+    ('Warmup completed', {'stage': 'warmup', 'warmup_requests': 8, 'completed': 0, 'total': None}),
+    ('\r  0%', {'stage': 'main', 'warmup_requests': 8, 'completed': 0, 'total': None}),
+    ('\r 50%', {'stage': 'main', 'warmup_requests': 8, 'completed': 3, 'total': 8}),
+    ('\n\n====', {'stage': 'main', 'warmup_requests': 8, 'completed': 8, 'total': 8}),
+])
+def test_warmup_and_main_run_are_told_apart(tmp_path, upto, expected):
+    data = fixture_bytes()
+    log = tmp_path / 'bench-c4.log'
+    log.write_bytes(data[:data.index(upto.encode())])
+    reading, progress = _bench_wait.new_reading(), _bench_wait.new_progress()
+    _bench_wait.read_progress(str(log), reading, progress)
+    assert {key: progress[key] for key in expected} == expected
+
+
+def test_a_bar_redraw_cut_in_the_middle_is_read_whole_by_the_next_slice(tmp_path):
+    data = fixture_bytes()
+    log = tmp_path / 'bench-c4.log'
+    cut = data.index(b'| 5/8') + 3
+    reading, progress = _bench_wait.new_reading(), _bench_wait.new_progress()
+    seen = []
+    for end in (data.index(b'\r 38%'), cut, len(data)):
+        log.write_bytes(data[:end])
+        # A new slice starts from the carried offset alone, as the action passes it on.
+        reading = _bench_wait.new_reading(reading['read_offset'])
+        _bench_wait.read_progress(str(log), reading, progress)
+        seen.append(progress['completed'])
+    # Half a redraw ("| 5/") is not counted until it is whole; then the next slice reads on from it.
+    assert seen == [2, 4, 8]
+
+
+def test_a_rewritten_log_starts_the_progress_over(tmp_path):
+    log = tmp_path / 'bench-c4.log'
+    log.write_bytes(fixture_bytes())
+    reading, progress = _bench_wait.new_reading(), _bench_wait.new_progress()
+    _bench_wait.read_progress(str(log), reading, progress)
+    log.write_text('Starting warmup with 8 sequences...\n')
+    _bench_wait.read_progress(str(log), reading, progress)
+    assert (progress['stage'], progress['completed']) == ('warmup', 0)
+
+
+def test_a_missing_log_leaves_the_progress_alone(tmp_path):
+    progress = _bench_wait.new_progress()
+    _bench_wait.read_progress(str(tmp_path / 'none.log'), _bench_wait.new_reading(), progress)
+    assert progress == _bench_wait.new_progress()
+
+
+@pytest.mark.parametrize('text, completed, total, elapsed', [
+    (' 12%|█▏        | 1229/10240 [10:13<1:14:59,  2.00it/s]', 1229, 10240, 613),
+    (' 99%|█████████▉| 10200/10240 [1:24:30<00:19,  2.01it/s]', 10200, 10240, 5070),
+])
+def test_a_tqdm_bar_gives_completed_total_and_elapsed(text, completed, total, elapsed):
+    progress = _bench_wait.new_progress()
+    _bench_wait.scan_bench_line(progress, text)
+    assert (progress['stage'], progress['completed'], progress['total'], progress['bar_elapsed']) == (
+        'main', completed, total, elapsed)
+
+
+@pytest.mark.parametrize('progress, elapsed, estimate, expected', [
+    ({'stage': 'main', 'completed': 1024, 'total': 10240, 'bar_elapsed': 600}, 700, 5000, (5400.0, 'rate')),
+    ({'stage': 'main', 'completed': 0, 'total': 10240, 'bar_elapsed': 3}, 60, 5000, (4940.0, 'estimate')),
+    ({'stage': 'warmup', 'completed': 0, 'total': None, 'bar_elapsed': None}, 6000, 5000, (0.0, 'estimate')),
+    ({'stage': 'starting', 'completed': 0, 'total': None, 'bar_elapsed': None}, 10, None, (None, None)),
+])
+def test_eta_from_the_rate_then_the_estimate(progress, elapsed, estimate, expected):
+    assert _bench_wait.point_eta(progress, elapsed, estimate) == expected
+
+
+ALIVE = {'checked': True, 'alive': True, 'failures': 0, 'last': 200}
+
+
+@pytest.mark.parametrize('result, estimate, expected', [
+    ({'elapsed': 5.2, 'progress': _bench_wait.new_progress(), 'engine': ALIVE}, None,
+     'node1: point 2/6 c64 nodp: client starting, elapsed 00:05, ETA ?, engine alive'),
+    ({'elapsed': 45, 'progress': dict(_bench_wait.new_progress(), stage='warmup', warmup_requests=128),
+      'engine': ALIVE}, 5245,
+     'node1: point 2/6 c64 nodp: warmup (128 requests), elapsed 00:45, ETA ~86:40, engine alive'),
+    ({'elapsed': 721, 'progress': {'stage': 'main', 'warmup_requests': 128, 'completed': 3584, 'total': 10240,
+                                   'bar_elapsed': 600}, 'engine': ALIVE}, 5245,
+     'node1: point 2/6 c64 nodp: main 3584/10240 requests, elapsed 12:01, ETA 18:34, engine alive'),
+    ({'elapsed': 90, 'progress': {'stage': 'main', 'warmup_requests': 128, 'completed': 64, 'total': 640,
+                                  'bar_elapsed': 60},
+      'engine': {'checked': True, 'alive': False, 'failures': 2, 'last': 503}}, None,
+     'node1: point 2/6 c64 nodp: main 64/640 requests, elapsed 01:30, ETA 09:00, engine not answering '
+     '(2 failed checks in a row, last: 503)'),
+    ({'elapsed': 3, 'progress': _bench_wait.new_progress(),
+      'engine': {'checked': True, 'alive': None, 'failures': 0, 'last': None}}, None,
+     'node1: point 2/6 c64 nodp: client starting, elapsed 00:03, ETA ?, engine not checked yet'),
+    ({'elapsed': 3, 'progress': _bench_wait.new_progress(),
+      'engine': {'checked': False, 'alive': None, 'failures': 0, 'last': None}}, None,
+     'node1: point 2/6 c64 nodp: client starting, elapsed 00:03, ETA ?, engine not checked'),
+])
+def test_the_progress_line(result, estimate, expected):
+    assert _bench_wait.progress_line('node1', result, 'point 2/6 c64 nodp', estimate) == expected
+
+
+def test_a_slice_returns_what_the_next_one_needs(point):
+    result, warnings = wait_for_point(point.params(max_wait=0.2))
+    assert (result['finished'], result['aborted'], result['rc'], warnings) == (False, False, None, [])
+    resume = result['resume']
+    assert resume['progress']['stage'] == 'main'
+    assert resume['read_offset'] == os.path.getsize(point.log)
+    later(0.1, point.exit_file, '0\n')
+    result, _warnings = wait_for_point(point.params(resume=resume))
+    assert result['finished'] is True
+    assert result['elapsed'] >= 0.3
+
+
+def test_the_deadline_counts_from_the_first_slice(point):
+    resume = {'started_at': time.time() - 5, 'health_failures': 0, 'read_offset': 0, 'progress': None}
+    message, details = failure(point.params(deadline=3, max_wait=2, resume=resume))
+    assert details['aborted'] is True
+    assert 'deadline' in message
+
+
+def test_failed_health_checks_in_a_row_span_slices(point):
+    with HealthServer(status=503) as health:
+        resume = {'started_at': time.time(), 'health_failures': 2, 'read_offset': 0, 'progress': None}
+        started = time.time()
+        _message, details = failure(point.params(engine_health_url=health.url, health_interval=5, max_wait=3,
+                                                 resume=resume))
+    assert time.time() - started < 2
+    assert details['engine']['failures'] == 3
+
+
+def test_a_slice_that_ends_lets_the_health_check_in_flight_answer(point):
+    with HealthServer(status=503) as health:
+        result, _warnings = wait_for_point(point.params(engine_health_url=health.url, health_interval=5,
+                                                        max_wait=0.05))
+    assert result['engine'] == {'checked': True, 'alive': False, 'failures': 1, 'last': 503}
+    assert result['resume']['health_failures'] == 1
+
+
+def test_max_wait_must_not_be_negative(point):
+    message, _details = failure(point.params(max_wait=-1))
+    assert message == 'max_wait must be 0 (wait until the point ends) or more seconds; got -1'

@@ -539,29 +539,6 @@ def test_bad_options_are_named(node, overrides, expected):
     assert expected in str(error.value)
 
 
-@pytest.mark.parametrize('overrides, expected', [
-    ({'progress_interval': 0}, 'progress_interval must be between 1 and 60 seconds (a progress line at least once a '
-                               'minute); got 0'),
-    ({'progress_interval': 61}, 'progress_interval must be between 1 and 60 seconds (a progress line at least once a '
-                                'minute); got 61'),
-    ({'reconnect_retries': -1}, 'reconnect_retries must be 0 or more; got -1'),
-    ({'reconnect_delay': -0.5}, 'reconnect_delay must be 0 or more seconds; got -0.5'),
-])
-def test_bad_action_options_are_named(overrides, expected):
-    params = dict({'progress_interval': 30, 'reconnect_retries': 10, 'reconnect_delay': 5.0}, **overrides)
-    with pytest.raises(WaitError) as error:
-        _readiness.validate_action_options(params)
-    assert str(error.value) == expected
-
-
-@pytest.mark.parametrize('params', [
-    {'progress_interval': 1, 'reconnect_retries': 0, 'reconnect_delay': 0},
-    {'progress_interval': 60, 'reconnect_retries': 10, 'reconnect_delay': 5.0},
-])
-def test_action_options_at_their_limits_are_accepted(params):
-    assert _readiness.validate_action_options(params) is None
-
-
 def test_unwritable_state_file_is_named(node, tmp_path):
     blocker = tmp_path / 'file'
     blocker.write_text('')

@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: sweep_plan
+short_description: Plan a sweep once, before its first point, with an estimated duration per point
+version_added: 0.1.0
+author:
+  - Infera serving maintainers (@infera)
+description:
+  - Orders the points of the variant plan's phases, numbers them (C(point k/N c<C> <variant>)), finds the ones already
+    valid on the controller (resume, with the same check as P(infera.serving.bench_point#lookup)), names the engine restarts
+    between the phases that run, and estimates each point's duration.
+  - A point's estimate is its tokens divided by its per-GPU throughput target times its GPUs. The tokens are
+    C(num_prompts) times the tokens the target's metric counts (input plus output for C(Throughput/GPU), output for
+    C(Output Throughput/GPU), input for C(Input Throughput/GPU)); the GPUs are the variant's TP x PP as the results
+    count them. Without a targets file, a throughput target or a target for the concurrency there is no estimate.
+  - Returns the lines the sweep prints before its first point, too.
+options:
+  _terms:
+    description: The variant plan's phases (C(sglang_worker_plan.phases)), each with C(variant), C(concurrencies), C(argv).
+    type: list
+    elements: dict
+    required: true
+  results_dir:
+    description: The host's results folder on the controller, where valid points are found (resume); relative to the playbook.
+    type: str
+    required: true
+  host:
+    description: The node, as the lines name it.
+    type: str
+    required: true
+  prompts_per_conc:
+    description: C(--num-prompts) is this times the concurrency.
+    type: int
+    required: true
+  random_input_len:
+    description: Input tokens per request.
+    type: int
+    required: true
+  random_output_len:
+    description: Output tokens per request.
+    type: int
+    required: true
+  targets_file:
+    description: The sweep's targets file (YAML, as P(infera.serving.sweep_report#module) reads it), relative to the playbook; empty for none.
+    type: str
+    default: ""
+  force:
+    description: Run every point, even the ones already valid.
+    type: bool
+    default: false
+notes:
+  - Returns one dict; use it with C(lookup), not C(query).
+seealso:
+  - module: infera.serving.sweep_report
+"""
+
+EXAMPLES = r"""
+- name: sweep | Plan the sweep and say how long it should take
+  ansible.builtin.set_fact:
+    _sweep_plan: "{{ lookup('infera.serving.sweep_plan', sglang_worker_plan.phases, results_dir=_sweep_local_dir,
+                            host=inventory_hostname, prompts_per_conc=10, random_input_len=8192,
+                            random_output_len=1024, targets_file='targets.yml') }}"
+
+- name: sweep | Show the plan
+  ansible.builtin.debug:
+    msg: "{{ _sweep_plan.lines }}"
+"""
+
+RETURN = r"""
+_raw:
+  description: The plan.
+  type: dict
+  contains:
+    points:
+      description: Every point in order, with C(conc), C(variant), C(label), C(num_prompts), C(gpus), C(runs) (false when
+        already valid) and C(estimate) (seconds, or null).
+      type: list
+      elements: dict
+    pending:
+      description: The concurrencies that run, in order.
+      type: list
+      elements: int
+    restarts:
+      description: The engine restarts between the phases that run, each C(from) and C(to) a variant.
+      type: list
+      elements: dict
+    estimate:
+      description: Estimated seconds of all the points that run; null when any of them has no estimate.
+      type: float
+    lines:
+      description: What the sweep prints before its first point.
+      type: list
+      elements: str
+      sample:
+        - "node1: sweep plan: 2 point(s) to run; engine restart(s): 1 (nodp -> dp); estimated ~1:42:10 in total (from targets.yml; ...)"
+        - "node1:   point 1/2 c64 nodp, 640 prompts on 8 GPUs: ~0:05:27"
+        - "node1:   point 2/2 c1024 dp, 10240 prompts on 8 GPUs: ~1:27:09"
+"""
+
+import os
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import load_targets, validate_point
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_progress import plan_lines, plan_sweep
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record import point_file
+
+
+class LookupModule(LookupBase):
+
+    def run(self, terms, variables=None, **kwargs):
+        self.set_options(var_options=variables, direct=kwargs)
+        phases = list(terms)
+        bench = {key: self.get_option(key) for key in ('prompts_per_conc', 'random_input_len', 'random_output_len')}
+        results_dir = self._loader.path_dwim(self.get_option('results_dir'))
+        targets_file = self.get_option('targets_file')
+        try:
+            targets = load_targets(self._loader.path_dwim(targets_file)) if targets_file else None
+            valid = {conc: validate_point(os.path.join(results_dir, point_file(conc)),
+                                          conc * bench['prompts_per_conc'], conc)['valid']
+                     for phase in phases for conc in phase['concurrencies']}
+            plan = plan_sweep(phases, valid, bench, targets, self.get_option('force'))
+        except (SweepResultsError, KeyError, TypeError) as error:
+            raise AnsibleLookupError('sweep_plan: %s' % error) from None
+        plan['lines'] = plan_lines(self.get_option('host'), plan)
+        return [plan]

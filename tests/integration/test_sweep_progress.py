@@ -1,0 +1,43 @@
+"""sweep.yml on a rehearsal node shows where a point is: a plan, progress lines that grow, a line after it.
+
+One point at c4 of 40 requests of 64+256 tokens: about 20 s at the simulated c4 rate (8 GPUs,
+about 60 output tok/s each), so progress lines every 2 s come several times. Every number here
+is SIMULATED.
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+
+from conftest import NODE
+from rehearsal import REPO
+
+PROGRESS = re.compile(r"^(?P<host>\S+): point 1/1 c4 (?P<variant>\w+): main (?P<done>\d+)/(?P<total>\d+) requests, "
+                      r"elapsed \d+:\d\d, ETA [^,]+, engine (?P<engine>alive|not .*)$", re.MULTILINE)
+
+
+def test_a_point_longer_than_the_interval_prints_growing_progress(node, tmp_path):
+    run_id = f"progress-{time.time_ns()}"
+    results = tmp_path / "results"
+    settings = {"concurrencies": [4], "run_id": run_id, "sweep_results_dir": str(results),
+                "sweep_random_input_len": 64, "sweep_random_output_len": 256, "sweep_prompts_per_conc": 10,
+                "sweep_progress_interval": 2, "sweep_below_target": "ignore"}
+    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    play = subprocess.run(["ansible-playbook", "playbooks/sweep.yml", "-e", json.dumps(settings)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900, check=False)
+    out = play.stdout + play.stderr
+    assert play.returncode == 0, out[-4000:]
+
+    assert re.search(rf"{NODE}: sweep plan: 1 point\(s\) to run; .*no estimate", out), out[-4000:]
+    lines = [match for match in PROGRESS.finditer(out) if match["host"] == NODE]
+    assert len(lines) >= 2, f"expected two or more progress lines during the point:\n{out[-4000:]}"
+    done = [int(match["done"]) for match in lines]
+    assert done == sorted(done) and done[-1] > done[0], f"the completed count did not grow: {done}"
+    assert all(int(match["total"]) == 40 for match in lines)
+    assert all(match["engine"] == "alive" for match in lines)
+    assert re.search(rf"{NODE}: point 1/1 c4 \w+ done: \d+ tok/s/GPU .*valid; sweep time \d+:\d\d:\d\d", out)
+    assert re.search(rf"{NODE}: c4 \w+: \d+:\d\d:\d\d \(ok\)", out)
+    manifest = json.loads((results / run_id / NODE / "manifest.json").read_text())
+    assert [(point["conc"], point["status"]) for point in manifest["points"]] == [(4, "ok")]

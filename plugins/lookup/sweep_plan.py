@@ -116,7 +116,9 @@ class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        phases = list(terms)
+        # lookup('...sweep_plan', phases) hands the list over as one term (ansible-core 2.19), or
+        # flattened into the terms by older cores.
+        phases = list(terms[0]) if len(terms) == 1 and isinstance(terms[0], list) else list(terms)
         bench = {key: self.get_option(key) for key in ('prompts_per_conc', 'random_input_len', 'random_output_len')}
         results_dir = self._loader.path_dwim(self.get_option('results_dir'))
         targets_file = self.get_option('targets_file')

@@ -42,6 +42,12 @@ def test_the_plan_skips_valid_points_and_estimates_from_the_targets(lookup, tmp_
     assert plan['lines'][3] == 'node1:   point 3/3 c1024 dp, 10240 prompts on 8 GPUs: ~1:27:09'
 
 
+def test_the_phases_may_come_as_one_term(lookup):
+    """lookup('infera.serving.sweep_plan', _sweep_phases) in ansible-core 2.19 hands the list over whole."""
+    [plan] = lookup.run([PHASES], variables={}, results_dir='results/none', host='node1', **BENCH)
+    assert plan['pending'] == [32, 64, 1024]
+
+
 def test_without_targets_there_is_no_estimate(lookup):
     [plan] = lookup.run(PHASES, variables={}, results_dir='results/none', host='node1', **BENCH)
     assert plan['pending'] == [32, 64, 1024]

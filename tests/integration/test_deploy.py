@@ -5,6 +5,7 @@ the rehearsal inventory, and checks what a person at 3 a.m. would see.
 """
 
 import json
+import time
 
 import pytest
 
@@ -80,6 +81,25 @@ def test_raising_capture_size_warns_about_memory(clean_node):
     assert rc == 0, out[-3000:]
     assert "raises the capture set" in out and "drop --mem-fraction-static" in out, out[-2000:]
     assert not container_exists(clean_node), "check mode changed the node"
+
+
+def test_an_engine_left_behind_by_a_killed_wrapper_is_stopped_before_the_next_launch(clean_node):
+    """SIGKILL on Infera's wrapper leaves its engine running, on port 30000 and the GPUs; the next
+    launch must stop it and say so, not die on "Address already in use"."""
+    rc, out = deploy("-e", "conc=64")
+    assert rc == 0, out[-3000:]
+    engine = clean_node.sh("pgrep -f -- '-m sglang[.]launch_server '").stdout.split()
+    assert len(engine) == 1, engine
+    clean_node.sh("pkill -KILL -f '^python -m infera[.]engine[.]sglang '")
+    time.sleep(2)
+    state = clean_node.sh(f"ps -o stat= -p {engine[0]} || true").stdout.strip()
+    assert state and not state.startswith("Z"), "the engine did not outlive its wrapper"
+    rc, out = deploy("-e", "conc=64")
+    assert rc == 0, out[-3000:]
+    assert "engine process(es) run in sgl_mix without Infera" in " ".join(out.split()), out[-3000:]
+    # Gone, or a zombie: its parent died and the container's PID 1 (sleep, as in the walkthrough) never reaps.
+    state = clean_node.sh(f"ps -o stat= -p {engine[0]} || true").stdout.strip()
+    assert state == "" or state.startswith("Z"), f"the old engine still runs (state {state})"
 
 
 def _registered_workers():

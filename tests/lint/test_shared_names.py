@@ -29,8 +29,8 @@ def _code_lines(path):
 
 
 def test_the_shared_values_appear_only_in_the_infera_role():
-    literals = [str(SHARED[name]) for name in ("infera_container", "infera_work_dir", "infera_router_port",
-                                                 "infera_engine_port")]
+    names = ("infera_container", "infera_work_dir", "infera_router_port", "infera_engine_port")
+    literals = [str(SHARED[name]) for name in names]
     pattern = re.compile(r"(?<![\w/.-])(%s)(?![\w.-])" % "|".join(re.escape(literal) for literal in literals))
     found = [f"{path.relative_to(REPO)}:{number}: {code.strip()}"
              for path in FILES for number, code in _code_lines(path) if pattern.search(code)]

@@ -43,7 +43,8 @@ class HealthServer:
         self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
         self.url = 'http://127.0.0.1:%d/health' % self.server.server_address[1]
         self.workers_url = 'http://127.0.0.1:%d/v1/workers' % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # Polled for shutdown every 0.05 s instead of 0.5 s: each test that serves health ends that much sooner.
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
 
     def __enter__(self):
         self.thread.start()

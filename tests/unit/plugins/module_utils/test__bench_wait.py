@@ -67,6 +67,13 @@ def point(tmp_path):
     return Point
 
 
+@pytest.fixture
+def short_engine_grace(monkeypatch):
+    """The grace a failed client gives the engine's exit file, cut from 1.5 s to 0.2 s for tests that never need it whole."""
+    monkeypatch.setattr(_bench_wait, '_ENGINE_EXIT_GRACE', 0.2)
+    return 0.2
+
+
 def failure(params):
     with pytest.raises(WaitError) as error:
         wait_for_point(params)
@@ -147,7 +154,7 @@ def test_engine_exit_code_written_just_after_its_file_appears_counts(point):
     assert details['cause'] == 'the engine exit file %s appeared (code 137)' % point.engine_exit
 
 
-def test_client_exit_code_fails_with_the_log_tail(point):
+def test_client_exit_code_fails_with_the_log_tail(point, short_engine_grace):
     with open(point.log, 'a') as handle:
         handle.write('Traceback (most recent call last):\nValueError: All requests failed\n')
     later(0.2, point.exit_file, '1\n')
@@ -165,12 +172,13 @@ def test_client_exit_code_fails_with_the_log_tail(point):
     assert details['output_lines'] == 0
 
 
-def test_exit_file_without_a_code_fails_after_a_grace(point):
+def test_exit_file_without_a_code_fails_after_a_grace(point, short_engine_grace):
     with open(point.exit_file, 'w'):
         pass
     started = time.time()
     message, details = failure(point.params())
-    assert time.time() - started >= 1.9
+    # The exit file's own grace (2 s), then the engine's (shortened here: no engine exit file comes).
+    assert time.time() - started >= 1.9 + short_engine_grace
     assert details['rc'] is None
     assert 'holds no exit code' in message
 
@@ -275,9 +283,11 @@ def test_unreachable_health_url_counts_as_failures(point):
 def test_deadline_aborts_and_stops_the_client(point):
     with BenchProcess() as bench:
         started = time.time()
-        message, details = failure(point.params(deadline=1, kill_match=bench.mark))
+        # deadline is whole seconds: the point started 0.7 s before this slice, so 0.3 s are left.
+        resume = {'started_at': started - 0.7, 'health_failures': 0, 'read_offset': 0, 'progress': None}
+        message, details = failure(point.params(deadline=1, kill_match=bench.mark, resume=resume))
         assert bench.ended_by() == signal.SIGTERM
-    assert 1 <= time.time() - started < 5
+    assert 0.25 <= time.time() - started < 4
     headline = message.splitlines()[0]
     assert headline.startswith('point c64 exceeded its deadline of 1 s on node3')
     assert ', stage sweep, 00:0' in headline

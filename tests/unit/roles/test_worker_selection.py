@@ -46,7 +46,7 @@ def test_router_and_worker_take_the_same_dev_plane_flags_from_the_infera_role():
     plane = yaml.safe_load((REPO / "roles" / "infera" / "vars" / "main.yml").read_text())["infera_dev_plane_args"]
     assert list(plane) == DEV_PLANE
     router_script = (REPO / "roles" / "router" / "templates" / "router.sh.j2").read_text()
-    assert "infera_dev_plane_args" in router_script and "--discovery-backend" not in router_script
+    assert "infera_plane_args" in router_script and "--discovery-backend" not in router_script
     recipe = yaml.safe_load((REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-mixed.yml").read_text())
     assert not set(DEV_PLANE) & set(recipe["args"]), "the recipe must not spell the plane's flags again"
 
@@ -56,6 +56,33 @@ def test_production_plane_drops_the_flags_from_a_recipe_that_spells_them_out(tmp
     recipe["args"].update({"--discovery-backend": "etcd", "--request-transport": "http"})
     argv = select(tmp_path, sglang_worker_conc=64, infera_plane="production", sglang_worker_recipe=recipe)["argv"]
     assert not set(DEV_PLANE) & set(argv)
+
+
+def test_serving_topology_on_infera_default_prefix_passes_no_etcd_prefix(tmp_path):
+    """The default is the walkthrough's layout: Infera's own prefix, no flag."""
+    argv = select(tmp_path, sglang_worker_conc=64)["argv"]
+    assert "--etcd-prefix" not in argv
+
+
+def test_isolated_topology_gives_each_node_its_own_prefix_beside_the_fleets(tmp_path):
+    argv = select(tmp_path, sglang_worker_conc=64, infera_topology="isolated")["argv"]
+    prefix = argv[argv.index("--etcd-prefix") + 1]
+    assert prefix == "/infera/workers-isolated/localhost/"
+    # Infera's router watches everything under its prefix: the fleet's must not contain it.
+    assert not prefix.startswith("/infera/workers/")
+
+
+def test_a_fleet_prefix_of_its_own_reaches_the_worker_and_its_isolated_prefixes(tmp_path):
+    serving = select(tmp_path, sglang_worker_conc=64, infera_fleet_etcd_prefix="/staging/workers/")["argv"]
+    assert serving[serving.index("--etcd-prefix") + 1] == "/staging/workers/"
+    isolated = select(tmp_path, sglang_worker_conc=64, infera_fleet_etcd_prefix="/staging/workers/",
+                      infera_topology="isolated")["argv"]
+    assert isolated[isolated.index("--etcd-prefix") + 1] == "/staging/workers-isolated/localhost/"
+
+
+def test_production_plane_drops_the_etcd_prefix_too(tmp_path):
+    argv = select(tmp_path, sglang_worker_conc=64, infera_topology="isolated", infera_plane="production")["argv"]
+    assert "--etcd-prefix" not in argv
 
 
 @pytest.mark.parametrize("tp, devices", [(8, "0,1,2,3,4,5,6,7"), (4, "0,1,2,3")])

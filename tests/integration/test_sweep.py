@@ -28,7 +28,7 @@ def results(tmp_path):
 def sweep_command(results, run_id, concurrencies, **extra):
     settings = {"concurrencies": concurrencies, "run_id": run_id, "sweep_results_dir": str(results),
                 "sweep_targets_file": str(TARGETS), "sweep_below_target": "fail", **LENGTHS, **extra}
-    return ["ansible-playbook", "playbooks/sweep.yml", "-e", json.dumps(settings)]
+    return ["ansible-playbook", "playbooks/sweep.yml", "--limit", "infera-node-1", "-e", json.dumps(settings)]
 
 
 def run(cmd):

@@ -64,7 +64,7 @@ def values(platform, node):
 
 def playbook(*args):
     env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    result = subprocess.run(["ansible-playbook", *args], cwd=REPO, env=env, capture_output=True, text=True,
+    result = subprocess.run(["ansible-playbook", "--limit", "infera-node-1", *args], cwd=REPO, env=env, capture_output=True, text=True,
                             timeout=900, check=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
 

@@ -468,6 +468,8 @@ def test_a_tqdm_bar_gives_completed_total_and_elapsed(text, completed, total, el
     ({'stage': 'main', 'completed': 0, 'total': 10240, 'bar_elapsed': 3}, 60, 5000, (4940.0, 'estimate')),
     ({'stage': 'warmup', 'completed': 0, 'total': None, 'bar_elapsed': None}, 6000, 5000, (0.0, 'estimate')),
     ({'stage': 'starting', 'completed': 0, 'total': None, 'bar_elapsed': None}, 10, None, (None, None)),
+    # The results block is out but the client has not exited yet: the bar is still the best guess.
+    ({'stage': 'results', 'completed': 640, 'total': 640, 'bar_elapsed': 300}, 330, 5000, (0.0, 'rate')),
 ])
 def test_eta_from_the_rate_then_the_estimate(progress, elapsed, estimate, expected):
     assert _bench_wait.point_eta(progress, elapsed, estimate) == expected
@@ -501,11 +503,28 @@ def test_the_progress_line(result, estimate, expected):
     assert _bench_wait.progress_line('node1', result, 'point 2/6 c64 nodp', estimate) == expected
 
 
+@pytest.mark.parametrize('progress, num_prompts, expected', [
+    # A progress that names no stage yet (an empty one is replaced by a new one, which does).
+    ({'completed': 0}, None, 'client starting'),
+    ({'stage': 'warmup', 'warmup_requests': None}, None, 'warmup (? requests)'),
+    # Warmup over, no bar drawn yet: the planned number of prompts, else '?'.
+    ({'stage': 'main', 'completed': 0, 'total': None}, 640, 'main 0/640 requests'),
+    ({'stage': 'main', 'completed': 0, 'total': None}, None, 'main 0/? requests'),
+    ({'stage': 'results', 'completed': 640, 'total': 640}, 640, 'results 640/640 requests'),
+])
+def test_the_requests_part_of_the_progress_line(progress, num_prompts, expected):
+    result = {'elapsed': 0, 'progress': progress, 'engine': None}
+    assert _bench_wait.progress_line('node1', result, num_prompts=num_prompts) == (
+        'node1: the point: %s, elapsed 00:00, ETA ?, engine not checked' % expected)
+
+
 def test_a_slice_returns_what_the_next_one_needs(point):
     result, warnings = wait_for_point(point.params(max_wait=0.2))
     assert (result['finished'], result['aborted'], result['rc'], warnings) == (False, False, None, [])
+    assert 0.2 <= result['elapsed'] < 2
     resume = result['resume']
     assert resume['progress']['stage'] == 'main'
+    assert resume['health_failures'] == 0
     assert resume['read_offset'] == os.path.getsize(point.log)
     later(0.1, point.exit_file, '0\n')
     result, _warnings = wait_for_point(point.params(resume=resume))

@@ -197,3 +197,22 @@ def test_watch_dirs_are_measured_in_bytes_and_files(tmp_path):
     (tmp_path / 'jit' / 'a.so').write_bytes(b'x' * 100)
     (tmp_path / 'jit' / 'kernels' / 'b.so').write_bytes(b'x' * 250)
     assert dir_signature([str(tmp_path / 'jit'), str(tmp_path / 'missing')]) == [350, 2]
+
+
+def test_a_file_gone_before_it_is_measured_skips_only_that_file(tmp_path, monkeypatch):
+    # A JIT cache is written while it is measured: a file listed may be gone by its lstat.
+    (tmp_path / 'jit').mkdir()
+    for name in ('a.so', 'b.so', 'c.so'):
+        (tmp_path / 'jit' / name).write_bytes(b'x' * 100)
+    real_lstat = os.lstat
+    gone = []
+
+    def lstat(path, *args, **kwargs):
+        if not gone:
+            gone.append(path)
+            raise FileNotFoundError(2, 'No such file or directory', path)
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, 'lstat', lstat)
+    assert dir_signature([str(tmp_path / 'jit')]) == [200, 2]
+    assert len(gone) == 1

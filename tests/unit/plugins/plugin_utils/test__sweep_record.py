@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
 import stat
+import time
 
 import pytest
 from ansible.plugins.filter.core import to_nice_json
@@ -55,6 +57,40 @@ def host_dir(run_dir):
         'resumed-file-gone-since', 'resumed-then-aborted', 'resumed-then-aborted-without-result'])
 def test_each_status_of_a_point(valid, resumed, aborted, status):
     assert sweep_record.point_status(valid, resumed, aborted) == status
+
+
+def test_a_point_is_judged_as_one_that_ran_unless_told_otherwise():
+    assert (sweep_record.point_status(True), sweep_record.point_status(False)) == ('ok', 'invalid')
+
+
+def test_judging_a_point_gives_its_record_only_when_valid(host_dir):
+    # The action prints the point's figures from this record: an invalid file must give none.
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, num_prompts=310))
+    entry, record = sweep_record.judge_point(str(host_dir), planned(32))
+    assert (entry['status'], record) == ('invalid', None)
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    entry, record = sweep_record.judge_point(str(host_dir), planned(32))
+    assert (entry['status'], record['completed'], record['max_concurrency']) == ('ok', 320, 32)
+
+
+def test_a_point_that_ran_and_left_no_file_is_invalid_by_default(host_dir):
+    assert sweep_record.record_point(str(host_dir), planned(32))['status'] == 'invalid'
+
+
+@pytest.fixture
+def controller_east_of_utc(monkeypatch):
+    """The controller's local time 5 h ahead of UTC (a POSIX TZ string: no zone files needed)."""
+    monkeypatch.setenv('TZ', 'XST-5')
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_the_end_time_is_utc_whatever_the_controller_zone(controller_east_of_utc):
+    ended = datetime.datetime.strptime(sweep_record.utc_now(), sweep_record.TIME_FORMAT)
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    assert abs(ended - now) < datetime.timedelta(minutes=1)
 
 
 def test_a_valid_point_is_recorded_ok_with_every_manifest_key(host_dir):

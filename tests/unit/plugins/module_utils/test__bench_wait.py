@@ -274,6 +274,9 @@ def test_unreachable_health_url_counts_as_failures(point):
     message, details = failure(point.params(engine_health_url='http://127.0.0.1:9/health', health_interval=0.05,
                                             health_failures=2))
     assert 'worker died during point c64' in message
+    # Without an HTTP status, the error says why the check failed.
+    assert details['cause'].endswith('failed 2 checks in a row, 0.1 s apart (last: <urlopen error [Errno 111] '
+                                     'Connection refused>)')
     assert 'no bench process' not in message
     assert 'stop it by hand' in message
     assert details['killed_pids'] == []

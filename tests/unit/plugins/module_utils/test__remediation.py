@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _bench_wait, _remediation
+from ansible_collections.infera.serving.plugins.module_utils import _bench_wait, _readiness, _remediation
 from ansible_collections.infera.serving.plugins.module_utils._remediation import format_duration, seconds
 
 
@@ -85,3 +85,53 @@ def test_a_point_that_only_ran_out_of_time_shows_no_engine_log():
     assert 'engine-7.log:' not in message
     assert 'no engine log' not in message
     assert message.endswith('\n(no lines in /results/bench-c64.log)')
+
+
+@pytest.mark.parametrize('kind, detail, overrides, expected', [
+    ('done', None, {}, 'the exit file /results/bench-c64.exit appeared but holds no exit code'),
+    ('engine_exited', 137, {}, 'the engine exit file /run/engine-7.exit appeared (code 137)'),
+    ('engine_exited', None, {}, 'the engine exit file /run/engine-7.exit appeared (no code in it)'),
+    # A health interval keeps its fraction even from 10 s up: it is what the user set.
+    ('unhealthy', 503, {'engine_health_url': 'http://node3:30000/health', 'health_interval': 12.5},
+     'the engine health URL http://node3:30000/health failed 3 checks in a row, 12.5 s apart (last: 503)'),
+], ids=['no-exit-code', 'engine-exit-code', 'engine-exit-without-code', 'unhealthy'])
+def test_each_cause_of_a_failed_point_in_full(kind, detail, overrides, expected):
+    assert _remediation.point_cause(bench_options(**overrides), kind, detail) == expected
+
+
+def readiness_options(**overrides):
+    params = {name: spec.get('default') for name, spec in _readiness.ARGUMENT_SPEC.items()}
+    params.update(log_path='/srv/sglang/logs/engine.log', health_url='http://127.0.0.1:30000/health', node='node7')
+    params.update(overrides)
+    return _readiness._Options(params)
+
+
+INSPECT = 'inspect /srv/sglang/logs/engine.log'
+CAPTURE = ('capture can look like a hang: check for progress with du -sh %s on node7, then raise stall_timeout or '
+           'lower --cuda-graph-max-bs to capture fewer graphs; ' + INSPECT)
+STORAGE = ('check that the model storage is mounted and being read on node7 (the HF cache bind mount, iostat); '
+           'raise stall_timeout if it is only slow; ' + INSPECT)
+
+
+@pytest.mark.parametrize('state, watch_dirs, expected', [
+    ({'log_size_seen': None}, [],
+     'check that the launch wrapper started the engine (docker ps / docker logs on node7) and that log_path is the '
+     'host-side path of the mounted log'),
+    ({'stage': 'registering', 'ready_line_seen': True}, [],
+     'check that the worker and the router use the same etcd endpoint and prefix and the same plane flags '
+     '(--discovery-backend, --request-transport), and look for "registered with etcd as worker" or a lease error in '
+     '/srv/sglang/logs/engine.log'),
+    ({'stage': 'graph_captured', 'ready_line_seen': True}, [],
+     'check that health_url matches the engine host and port (curl -v http://127.0.0.1:30000/health on node7)'),
+    ({'stage': 'capturing_cuda_graph'}, ['/jit/aiter', '/jit/triton'], CAPTURE % '/jit/aiter /jit/triton'),
+    ({'stage': 'capturing_cuda_graph'}, [],
+     CAPTURE % '/sgl-workspace/aiter/aiter/jit (or wherever the JIT cache is mounted)'),
+    ({'stage': 'launching'}, [], STORAGE),
+    ({'stage': 'loading_weights'}, [], STORAGE),
+    ({'stage': 'weights_loaded'}, [], INSPECT),
+], ids=['no-log', 'registering', 'ready-line-but-no-health', 'capture-watched', 'capture-unwatched', 'launching',
+        'loading-weights', 'weights-loaded'])
+def test_what_to_do_after_each_stall_is_said_in_full(state, watch_dirs, expected):
+    stalled = dict({'log_size_seen': 4096, 'stage': 'launching', 'ready_line_seen': False}, **state)
+    options = readiness_options(watch_dirs=watch_dirs)
+    assert _remediation._readiness_next_step(options, stalled, 'stalled', None) == expected

@@ -1,0 +1,124 @@
+"""A 3-node fleet on the rehearsal platform: first deploy in parallel, then a rolling
+nodp -> dp switch while real `sglang.bench_serving` load goes through one node's router.
+
+Real parts: three Docker-in-Docker nodes, one etcd, Infera's router on every node and its
+worker wrapper (SIGTERM: lease revoked, in-flight requests drained); only the engine under
+the wrapper is simulated. The fleet registers under an etcd prefix of its own, so workers
+other tests leave on the platform's etcd are not part of it.
+"""
+
+import json
+import re
+import time
+
+import pytest
+
+from rehearsal import Node, platform_up, run_playbook
+
+NODES = ["infera-node-1", "infera-node-2", "infera-node-3"]
+# Load: short requests, back to back, one client run after another until the rollout ends.
+PROMPTS = 24
+LOAD = ("cd /tmp && rm -f fleet-load.jsonl fleet-load.stop fleet-load.done; "
+        "while [ ! -f fleet-load.stop ]; do "
+        "python3 -m sglang.bench_serving --backend sglang-oai --base-url http://127.0.0.1:8000 "
+        "--model {model} --tokenizer {model} --dataset-name random --dataset-path {dataset} "
+        "--random-input-len 64 --random-output-len 64 --random-range-ratio 1.0 "
+        f"--max-concurrency 4 --num-prompts {PROMPTS} --request-rate inf --output-file fleet-load.jsonl "
+        ">>fleet-load.log 2>&1; echo $? >>fleet-load.rc; done; touch fleet-load.done")
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    settings = platform_up(len(NODES))
+    nodes = [Node(name) for name in NODES]
+    for node in nodes:
+        node.remove_worker_container()
+    # The fleet's own prefix for the whole module (moving a serving fleet to another prefix is
+    # not a rolling change: its routers would see two half fleets).
+    prefix = f"/infera/test-fleet-{time.time_ns()}/"
+    yield settings, nodes, prefix
+    for node in nodes:
+        node.remove_worker_container()
+
+
+def deploy(prefix, conc):
+    rc, out = run_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": conc, "infera_fleet_etcd_prefix": prefix}),
+                           limit=",".join(NODES), timeout=1200)
+    assert rc == 0, out[-5000:]
+    return " ".join(out.split())
+
+
+def engine_launches(node):
+    return node.in_container("sgl_mix", "ls /var/lib/infera/sgl_mix/logs/ | grep -c '^engine-' || true").stdout.strip()
+
+
+def test_rolling_switch_under_load_fails_no_request(fleet):
+    settings, nodes, prefix = fleet
+
+    first = deploy(prefix, 64)
+    assert "fleet: 3/3 nodes ready (serving topology)" in first, first[-3000:]
+    # Every node's router sees the whole fleet.
+    assert first.count("router sees 3 worker(s)") == 3, first[-3000:]
+    # A first deploy runs on all nodes at once, not through the rolling play.
+    assert re.search(r"PLAY \[Deploy mixed \| Rolling change[^]]*\] \**\s*skipping: no hosts matched", first), first[-3000:]
+    launches_before = [int(engine_launches(node)) for node in nodes]
+
+    loader = nodes[0]
+    loader.in_container("sgl_mix", LOAD.format(model=settings["MODEL"], dataset=settings["DATASET"]), detach=True)
+    loader.wait_for_line("sgl_mix", "/tmp/fleet-load.rc", "0", timeout=120)  # one full run before the switch
+
+    switched = deploy(prefix, 256)
+
+    loader.in_container("sgl_mix", "touch /tmp/fleet-load.stop")
+    loader.in_container("sgl_mix", "for i in $(seq 1 300); do [ -f /tmp/fleet-load.done ] && exit 0; sleep 1; done; exit 1",
+                        timeout=330)
+    runs = [json.loads(line) for line in loader.in_container("sgl_mix", "cat /tmp/fleet-load.jsonl").stdout.splitlines()]
+    codes = loader.in_container("sgl_mix", "cat /tmp/fleet-load.rc").stdout.split()
+    log_tail = loader.in_container("sgl_mix", "tail -n 40 /tmp/fleet-load.log").stdout
+
+    # Zero failed requests: every client run completed every prompt and exited 0.
+    assert codes and set(codes) == {"0"}, (codes, log_tail)
+    assert len(runs) == len(codes) >= 2, (len(runs), codes, log_tail)
+    assert [run["completed"] for run in runs] == [PROMPTS] * len(runs), (runs, log_tail)
+
+    # Every node on dp, each restarted exactly once, one node at a time.
+    assert re.search(r"variant per node: (infera-node-\d dp(, )?){3}", switched), switched[-3000:]
+    assert switched.count("engine restarted: True") == 3, switched[-3000:]
+    launches_after = [int(engine_launches(node)) for node in nodes]
+    assert [after - before for before, after in zip(launches_before, launches_after)] == [1, 1, 1]
+    assert switched.count("PLAY [Deploy mixed | Rolling change, serving nodes one batch at a time]") == 3, \
+        "one batch per node (serial 1)"
+
+
+def test_a_failing_node_stops_the_rollout_and_a_rerun_finishes_it(fleet):
+    """After the switch above every node serves dp. Back to nodp, with node 2's next engine crashing while
+    loading weights: the rollout stops at node 2 (budget 0), says which node runs what, and the nodes it did
+    not reach keep serving; the same command without the fault finishes the job."""
+    nodes, prefix = fleet[1:]
+    deploy(prefix, 256)  # all dp: after the test above nothing restarts; alone, a first deploy
+    faulty_env = ("{{ {'INFERA_SIM_TIME_SCALE': '0.05'} | combine({'INFERA_SIM_FAULT': 'crash_weight_load'}"
+                  " if inventory_hostname == 'infera-node-2' else {}) }}")
+    rc, out = run_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": 64, "infera_fleet_etcd_prefix": prefix,
+                                                                 "infera_extra_env": faulty_env}),
+                           limit=",".join(NODES), timeout=1200)
+    text = " ".join(out.split())
+    assert rc != 0, text[-3000:]
+    fleet_now = re.search(r"The fleet now: (.*?)\. Next step: fix the cause above, then rerun the same command", text)
+    assert fleet_now, text[-4000:]
+    states = dict(entry.split(" ", 1) for entry in fleet_now.group(1).split("; "))
+    assert states["infera-node-2"] == "FAILED here, was serving dp", states
+    others = {host: state for host, state in states.items() if host != "infera-node-2"}
+    assert set(others.values()) <= {"nodp (restarted in this run)", "dp (not reached)"}, states
+    assert "dp (not reached)" in others.values(), "the rollout must stop before the last node"
+    # The failure names the node, the stage and the cause, with the engine log's last lines.
+    assert "infera-node-2: stage rolling change:" in text, text[-4000:]
+    assert "Scheduler hit an exception" in text, text[-4000:]
+    # Nodes the rollout did not reach still serve: their routers list the other healthy workers.
+    serving = [node for node in nodes if node.name != "infera-node-2"]
+    for node in serving:
+        workers = node.in_container("sgl_mix", "curl -s http://127.0.0.1:8000/v1/workers").stdout
+        assert len(json.loads(workers)["workers"]) == 2, workers
+
+    again = deploy(prefix, 64)
+    assert re.search(r"variant per node: (infera-node-\d nodp(, )?){3}", again), again[-3000:]
+    assert "fleet: 3/3 nodes ready" in again, again[-3000:]

@@ -135,3 +135,23 @@ def test_what_to_do_after_each_stall_is_said_in_full(state, watch_dirs, expected
     stalled = dict({'log_size_seen': 4096, 'stage': 'launching', 'ready_line_seen': False}, **state)
     options = readiness_options(watch_dirs=watch_dirs)
     assert _remediation._readiness_next_step(options, stalled, 'stalled', None) == expected
+
+
+@pytest.mark.parametrize('kind, detail, overrides, expected', [
+    ('done', None, {'log_path': None},
+     'make the wrapper write the exit code into its exit file in one step (a temporary file, then a rename), and see '
+     'the bench log for how the client ended'),
+    ('done', 1, {'engine_log': '/logs/engine-7.log'},
+     'see /results/bench-c64.log for the first error of the client (the tail is below), then check that the router '
+     'and the engine answer, and read the engine log /logs/engine-7.log'),
+    ('deadline', None, {'kill_match': 'mix_c64'},
+     'check in the engine log (engine.log in the sglang_worker log dir) that the engine still makes progress, then '
+     'raise deadline or lower --num-prompts for this concurrency; the bench client was stopped (pids 41) and the '
+     'partial point was discarded'),
+], ids=['no-exit-code', 'client-failed', 'deadline'])
+def test_what_to_do_after_a_failed_point_is_said_in_full(kind, detail, overrides, expected):
+    assert _remediation._point_next_step(bench_options(**overrides), kind, detail, [41], []) == expected
+
+
+def test_a_client_without_an_exit_code_is_named_in_the_headline():
+    assert _remediation._headline(bench_options(), 'done', None) == 'the bench client of point c64 left no exit code'

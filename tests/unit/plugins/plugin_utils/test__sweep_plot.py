@@ -48,8 +48,10 @@ def test_each_panel_plots_every_variant_against_interactivity_with_labels_and_ta
     for axes, label in zip((total, output), ('Token throughput per GPU (tok/s/GPU)', 'Output token throughput per GPU (tok/s/GPU)')):
         assert (axes.get_xlabel(), axes.get_ylabel()) == ('Interactivity (tok/s/user, 1000 / median TPOT)', label)
         assert [(line.get_label(), line.get_marker()) for line in axes.get_lines()] == [('nodp', 'o'), ('dp', 'o')]
-        assert [(text.get_text(), text.get_fontsize(), text.xyann) for text in axes.texts] == [
-            ('c64 nodp', 7, (4, 4)), ('c32 nodp', 7, (4, 4)), ('c256 dp', 7, (4, 4))]
+        # Each label sits 4 points up and right of its mark, whatever the axes' scale.
+        assert [(text.get_text(), text.get_fontsize(), text.xyann, text.anncoords) for text in axes.texts] == [
+            ('c64 nodp', 7, (4, 4), 'offset points'), ('c32 nodp', 7, (4, 4), 'offset points'),
+            ('c256 dp', 7, (4, 4), 'offset points')]
     nodp = output.get_lines()[0]
     assert list(nodp.get_xdata()) == [pytest.approx(1000 / 28.5), pytest.approx(1000 / 19.0)]
     assert list(nodp.get_ydata()) == [pytest.approx(327.68), pytest.approx(204.8)]
@@ -57,6 +59,13 @@ def test_each_panel_plots_every_variant_against_interactivity_with_labels_and_ta
     assert [tuple(point) for point in marks.get_offsets()] == [
         (pytest.approx(1000 / 19.0), 200.0), (pytest.approx(1000 / 28.5), 655.36)]
     assert [tuple(color) for color in marks.get_facecolors()] == [(0.0, 0.0, 0.0, 1.0), (1.0, 0.0, 0.0, 1.0)]
+    # A wide dash at each target, named in the legend.
+    from matplotlib.markers import MarkerStyle
+
+    dash = MarkerStyle('_')
+    assert (marks.get_paths()[0].vertices == dash.get_path().transformed(dash.get_transform()).vertices).all()
+    assert (list(marks.get_sizes()), marks.get_label()) == ([200], 'target (red: missed)')
+    assert [text.get_text() for text in output.get_legend().get_texts()] == ['nodp', 'dp', 'target (red: missed)']
     assert not total.collections
 
 
@@ -72,6 +81,14 @@ def test_a_point_without_interactivity_is_left_off_the_plot(run_dir, monkeypatch
     write_lines(host_dir / 'mix_c64.jsonl', bench_record(64))
     lines = plotted_figure(sweep_report.collect(str(run_dir)), monkeypatch).axes[0].get_lines()
     assert [len(line.get_xdata()) for line in lines] == [1]
+
+
+def test_a_variant_with_nothing_to_plot_leaves_the_next_variant_drawn(run_dir, monkeypatch):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32), point(256, variant='dp')])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, median_tpot_ms=None))
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256))
+    lines = plotted_figure(sweep_report.collect(str(run_dir)), monkeypatch).axes[0].get_lines()
+    assert [line.get_label() for line in lines] == ['dp']
 
 
 @pytest.mark.parametrize('simulated, start', [
@@ -101,3 +118,12 @@ def test_the_title_names_every_model_once_by_its_folder_name(run_dir, monkeypatc
         write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
     title = plot_title(sweep_report.collect(str(run_dir)), monkeypatch)
     assert title.startswith('SIMULATED (not hardware numbers): ?, Model-A, Model-B sweep ')
+
+
+def test_a_fleet_point_is_its_own_series_not_a_point_of_its_nodes_curve(run_dir, monkeypatch):
+    workers = [{'worker_id': '10.0.0.%d:30000' % index, 'url': '', 'dp_size': None} for index in (1, 2, 3)]
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32), point(96, node_conc=32, fleet=True, workers=workers)])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    total, _output = plotted_figure(sweep_report.collect(str(run_dir)), monkeypatch).axes
+    assert [line.get_label() for line in total.get_lines()] == ['nodp', 'fleet nodp']

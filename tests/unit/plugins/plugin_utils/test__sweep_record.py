@@ -96,10 +96,11 @@ def test_the_end_time_is_utc_whatever_the_controller_zone(controller_east_of_utc
 def test_a_valid_point_is_recorded_ok_with_every_manifest_key(host_dir):
     write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
     entry = sweep_record.record_point(str(host_dir), planned(32))
-    assert list(entry) == ['conc', 'variant', 'num_prompts', 'warmup_requests', 'file', 'started', 'ended', 'status', 'reason']
+    assert list(entry) == ['conc', 'node_conc', 'fleet', 'variant', 'num_prompts', 'warmup_requests', 'file', 'started',
+                           'ended', 'status', 'reason', 'workers']
     assert {key: entry[key] for key in entry if key != 'ended'} == {
-        'conc': 32, 'variant': 'nodp', 'num_prompts': 320, 'warmup_requests': 64, 'file': 'mix_c32.jsonl',
-        'started': '2026-11-29T10:00:00Z', 'status': 'ok', 'reason': ''}
+        'conc': 32, 'node_conc': 32, 'fleet': False, 'variant': 'nodp', 'num_prompts': 320, 'warmup_requests': 64,
+        'file': 'mix_c32.jsonl', 'started': '2026-11-29T10:00:00Z', 'status': 'ok', 'reason': '', 'workers': None}
     assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ', entry['ended'])
 
 
@@ -150,14 +151,32 @@ def test_a_failed_write_leaves_the_previous_manifest_whole_and_no_temporary_file
         raise OSError(28, 'No space left on device')
 
     monkeypatch.setattr(sweep_record.os, 'replace', full_disk)
-    with pytest.raises(SweepResultsError, match='cannot write .*manifest.json: No space left on device'):
+    with pytest.raises(SweepResultsError, match='^cannot write .*manifest.json: No space left on device$'):
         sweep_record.write_manifest(str(host_dir), dict(first, points=[{'conc': 32}]))
     assert (host_dir / 'manifest.json').read_bytes() == before
     assert os.listdir(host_dir) == ['manifest.json']
 
 
+def test_the_temporary_file_is_made_beside_the_file_it_replaces(host_dir, monkeypatch):
+    # os.replace is atomic only within one filesystem: a temporary file in /tmp could not be renamed onto a mount.
+    real_replace = os.replace
+    folders = []
+
+    def replace(source, target):
+        folders.append(os.path.dirname(source))
+        real_replace(source, target)
+
+    monkeypatch.setattr(sweep_record.os, 'replace', replace)
+    sweep_record.write_manifest(str(host_dir), sweep_record.build_manifest(RUN, []))
+    monkeypatch.chdir(host_dir)
+    assert sweep_record.write_if_changed('results.csv', b'conc\n') is True
+    assert folders == [str(host_dir), str(host_dir)]
+    assert (host_dir / 'results.csv').read_bytes() == b'conc\n'
+
+
 def test_a_folder_that_cannot_take_the_file_is_named(tmp_path):
-    with pytest.raises(SweepResultsError, match='cannot write %s' % re.escape(str(tmp_path / 'absent' / 'manifest.json'))):
+    with pytest.raises(SweepResultsError, match='^cannot write %s: No such file or directory$'
+                       % re.escape(str(tmp_path / 'absent' / 'manifest.json'))):
         sweep_record.write_manifest(str(tmp_path / 'absent'), sweep_record.build_manifest(RUN, []))
 
 
@@ -212,3 +231,85 @@ def test_a_recorded_point_reads_as_its_status_then_its_file(host_dir, point, pro
     checked, found = sweep_record.recorded_problem(str(host_dir), point)
     assert found == problem
     assert checked['record']['max_concurrency'] == 32
+
+
+# ---------------------------------------------------------------- the workers that served the point
+
+def serving(count, dp_size=None):
+    return [{'worker_id': '10.0.0.%d:30000' % index, 'url': 'http://10.0.0.%d:30000' % index, 'dp_size': dp_size}
+            for index in range(1, count + 1)]
+
+
+def fleet_planned(workers, variant='nodp'):
+    return dict(planned(96, variant), node_conc=32, fleet=True, workers=workers)
+
+
+def test_a_point_records_its_workers_and_is_judged_against_them(host_dir):
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    entry, record = sweep_record.judge_point(str(host_dir), fleet_planned(serving(3)), argv=VARIANTS['nodp']['argv'])
+    assert (entry['status'], entry['conc'], entry['node_conc'], entry['fleet'], entry['workers']) == (
+        'ok', 96, 32, True, serving(3))
+    assert record['max_concurrency'] == 96
+
+
+@pytest.mark.parametrize('workers, variant, reason', [
+    (serving(2), 'nodp', 'the router listed 2 serving worker(s) (10.0.0.1:30000, 10.0.0.2:30000); '
+                         'the fleet point c96 planned 3 (3 x c32)'),
+    (serving(3), 'dp', 'worker(s) 10.0.0.1:30000, 10.0.0.2:30000, 10.0.0.3:30000 run dp_size 1, the dp variant DP 8 '
+                       '(a fleet with mixed variants)'),
+], ids=['a-worker-missing', 'the-other-variant'])
+def test_a_valid_file_from_workers_that_cannot_stand_for_the_point_is_invalid(host_dir, workers, variant, reason):
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    entry, record = sweep_record.judge_point(str(host_dir), fleet_planned(workers, variant), argv=VARIANTS[variant]['argv'])
+    assert (entry['status'], entry['reason'], record) == ('invalid', reason, None)
+
+
+def test_without_the_variant_argv_or_with_a_bad_one_the_workers_are_recorded_unchecked(host_dir):
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    for argv in (None, ['--tp-size', 'eight']):
+        entry = sweep_record.record_point(str(host_dir), fleet_planned(serving(2)), argv=argv)
+        assert (entry['status'], entry['workers']) == ('ok', serving(2))
+
+
+def earlier_manifest(host_dir, points):
+    sweep_record.write_manifest(str(host_dir), sweep_record.build_manifest(RUN, points))
+
+
+PHASES = [{'variant': 'nodp', 'concurrencies': [32, 64], 'argv': VARIANTS['nodp']['argv']},
+          {'variant': 'dp', 'concurrencies': [256], 'argv': VARIANTS['dp']['argv']}]
+
+
+def test_resume_keeps_valid_results_with_the_workers_recorded_when_they_ran(host_dir):
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, num_prompts=600))
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256))
+    earlier_manifest(host_dir, [dict(planned(32), workers=serving(3), status='ok', reason='')])
+    # c256 has no entry in the manifest (an older sweep's file): valid by its file, no workers to keep.
+    assert sweep_record.kept_results(str(host_dir), PHASES, 10) == {32: {'workers': serving(3)}, 64: None,
+                                                                     256: {'workers': None}}
+
+
+def test_resume_of_a_fleet_point_needs_as_many_workers_as_the_plan(host_dir):
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    write_lines(host_dir / 'mix_c192.jsonl', bench_record(192))
+    earlier_manifest(host_dir, [fleet_planned(serving(3)), dict(fleet_planned(serving(2)), conc=192, node_conc=64)])
+    kept = sweep_record.kept_results(str(host_dir), PHASES[:1], 10, fleet_workers=3)
+    assert kept == {96: {'workers': serving(3)}, 192: None}
+
+
+def test_resume_reads_an_unreadable_manifest_as_none(host_dir):
+    (host_dir / 'manifest.json').write_text('{"points": [', encoding='utf-8')
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    assert sweep_record.previous_points(str(host_dir)) == {}
+    assert sweep_record.kept_results(str(host_dir), PHASES[:1], 10)[32] == {'workers': None}
+
+
+def test_an_older_manifest_without_workers_reads_and_reports_as_before(run_dir, host_dir):
+    older = {key: RUN[key] for key in sweep_record.RUN_KEYS}
+    older['points'] = [{'conc': 32, 'variant': 'nodp', 'num_prompts': 320, 'warmup_requests': 64, 'file': 'mix_c32.jsonl',
+                        'started': '2026-11-29T10:00:00Z', 'ended': '2026-11-29T10:10:00Z', 'status': 'ok', 'reason': ''}]
+    (host_dir / 'manifest.json').write_text(json.dumps(older), encoding='utf-8')
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=100.0))
+    assert sweep_record.recorded_problem(str(host_dir), older['points'][0], {'DP': 1, 'GPUs': 8})[1] == ''
+    [row] = sweep_report.collect(str(run_dir))['rows']
+    assert (row['GPUs'], row['Workers'], row['Fleet'], row['Node Concurrency']) == (8, None, False, 32)

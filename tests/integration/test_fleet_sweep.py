@@ -1,0 +1,82 @@
+"""sweep.yml on a 3-node rehearsal fleet: node sweeps compared with their fleet, and one fleet sweep.
+
+Isolated topology: every node is swept through its own router, all at once; node 3 runs without
+the fused-compress lever (about half as fast in the simulator), so the report flags it more than
+10 % below the fleet median. Serving topology: every router round-robins across the fleet, so the
+fleet is swept once through node 1's router, each concurrency times the 3 workers, and each point
+records the 3 workers that served it. Tiny lengths, two concurrencies; every number is SIMULATED.
+"""
+
+import csv
+import json
+import re
+import time
+
+import pytest
+
+from rehearsal import Node, platform_up, run_playbook
+
+NODES = ["infera-node-1", "infera-node-2", "infera-node-3"]
+SETTINGS = {"concurrencies": [2, 4], "sweep_random_input_len": 64, "sweep_random_output_len": 64,
+            "sweep_below_target": "ignore"}
+# Node 3 without a throughput lever: a node the fleet section must find.
+SLOW_NODE_3 = {"sglang_worker_allow_missing_levers": True,
+               "infera_extra_env": "{{ {'INFERA_SIM_TIME_SCALE': '0.05'} | combine({'SGLANG_OPT_USE_FUSED_COMPRESS': none}"
+                                   " if inventory_hostname == 'infera-node-3' else {}) }}"}
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    platform_up(len(NODES))
+    nodes = [Node(name) for name in NODES]
+    for node in nodes:
+        node.remove_worker_container()
+    yield nodes
+    for node in nodes:
+        node.remove_worker_container()
+
+
+def sweep(results, topology, **extra):
+    run_id = f"fleet-{topology}-{time.time_ns()}"
+    settings = {**SETTINGS, "run_id": run_id, "sweep_results_dir": str(results), "infera_topology": topology,
+                "infera_fleet_etcd_prefix": f"/infera/test-fleet-sweep-{time.time_ns()}/", **extra}
+    rc, out = run_playbook("sweep.yml", "-e", json.dumps(settings), limit=",".join(NODES), timeout=1800)
+    assert rc == 0, out[-5000:]
+    return results / run_id, " ".join(out.split())
+
+
+def manifest_points(run_dir, host):
+    points = json.loads((run_dir / host / "manifest.json").read_text())["points"]
+    return [(point["conc"], point["node_conc"], point["fleet"], point["status"], len(point["workers"] or []))
+            for point in points]
+
+
+def csv_rows(run_dir):
+    with (run_dir / "results.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_isolated_nodes_are_swept_at_once_and_the_slow_node_is_flagged(fleet, tmp_path):
+    run_dir, out = sweep(tmp_path / "results", "isolated", **SLOW_NODE_3)
+    for host in NODES:
+        assert manifest_points(run_dir, host) == [(2, 2, False, "ok", 1), (4, 4, False, "ok", 1)], host
+    rows = csv_rows(run_dir)
+    assert len(rows) == 6 and {(row["GPUs"], row["Workers"], row["Fleet"]) for row in rows} == {("8", "1", "false")}
+    report = (run_dir / "report.md").read_text()
+    assert "## Fleet: Throughput/GPU (tok/s) per node (SIMULATED)" in report
+    flagged = re.findall(r"BELOW MEDIAN (infera-node-\d) c(\d+):", out)
+    assert sorted(set(flagged)) == [("infera-node-3", "2"), ("infera-node-3", "4")], out[-4000:]
+
+
+def test_a_serving_fleet_is_swept_once_through_the_first_router(fleet, tmp_path):
+    run_dir, out = sweep(tmp_path / "results", "serving")
+    # One folder: the node whose router the fleet sweep went through.
+    assert sorted(path.name for path in run_dir.iterdir() if path.is_dir()) == ["infera-node-1"]
+    assert manifest_points(run_dir, "infera-node-1") == [(6, 2, True, "ok", 3), (12, 4, True, "ok", 3)]
+    assert "infera-node-1: point 1/2 c6 nodp (fleet: 3 workers x c2), 60 prompts on 24 GPUs" in out, out[-4000:]
+    rows = csv_rows(run_dir)
+    assert [(row["Concurrency"], row["Node Concurrency"], row["Fleet"], row["Workers"], row["GPUs"]) for row in rows] == [
+        ("6", "2", "true", "3", "24"), ("12", "4", "true", "3", "24")]
+    # The bench went through node 1 only: the other nodes ran no client in this run.
+    for node in fleet[1:]:
+        assert node.in_container("sgl_mix", f"test -e /var/lib/infera/sgl_mix/results/{run_dir.name}", check=False).returncode

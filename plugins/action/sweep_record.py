@@ -31,6 +31,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_progress imp
     sweep_seconds,
     timing_lines,
 )
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers import point_workers
 
 display = Display()
 
@@ -47,6 +48,10 @@ ARGUMENT_SPEC = {
     'bench_args': {'type': 'dict', 'default': {}},
     'points': {'type': 'list', 'elements': 'dict', 'default': []},
     'conc': {'type': 'int', 'required': True},
+    'node_conc': {'type': 'int'},
+    'fleet': {'type': 'bool', 'default': False},
+    'router_workers': {'type': 'list', 'elements': 'dict'},
+    'workers': {'type': 'list', 'elements': 'dict'},
     'variant': {'type': 'str', 'required': True},
     'num_prompts': {'type': 'int', 'required': True},
     'warmup_requests': {'type': 'int', 'default': 0},
@@ -75,11 +80,14 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # unused since ansible-core 2.x, kept for the signature
 
-        _validation, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        _validation, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC,
+                                                          mutually_exclusive=[('router_workers', 'workers')])
         dest = self._loader.path_dwim(params['dest'])
         path = os.path.join(dest, MANIFEST)
-        point, record = judge_point(dest, {key: params[key] for key in PLANNED_KEYS}, params['resumed'],
-                                    params['aborted'])
+        argv = (params['variants'].get(params['variant']) or {}).get('argv')
+        planned = dict({key: params.get(key) for key in PLANNED_KEYS},
+                       workers=point_workers(params['router_workers'], params['workers'], params['model']))
+        point, record = judge_point(dest, planned, params['resumed'], params['aborted'], argv=argv)
         manifest = build_manifest({key: params[key] for key in RUN_KEYS}, params['points'] + [point])
         before = _current_text(path) if self._task.diff else None
         try:
@@ -87,7 +95,7 @@ class ActionModule(ActionBase):
         except SweepResultsError as error:
             raise AnsibleActionFail('sweep record for %s c%s: %s' % (params['host'], params['conc'], error)) from None
 
-        figures = point_figures(record, (params['variants'].get(params['variant']) or {}).get('argv'))
+        figures = point_figures(record, argv, len(point['workers'] or ()))
         line = point_line(params['host'], params['label'], point, figures, sweep_seconds(manifest['points']))
         display.display(line)
         result.update({'changed': changed, 'path': path, 'point': point, 'manifest': manifest, 'figures': figures,

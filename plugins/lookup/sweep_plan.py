@@ -11,12 +11,16 @@ author:
   - Infera serving maintainers (@infera)
 description:
   - Orders the points of the variant plan's phases, numbers them (C(point k/N c<C> <variant>)), finds the ones already
-    valid on the controller (resume, with the same check as P(infera.serving.bench_point#lookup)), names the engine restarts
-    between the phases that run, and estimates each point's duration.
+    valid on the controller (resume, with the same check as P(infera.serving.bench_point#lookup), and with the workers
+    the earlier C(manifest.json) recorded for the point, when it did), names the engine restarts between the phases that
+    run, and estimates each point's duration.
+  - "A fleet sweep (O(fleet_workers) N > 1) goes through one router of N serving workers: each concurrency C of the
+    phases becomes a point of C x N concurrent requests (C per worker), on N workers' GPUs, held to C's target."
   - A point's estimate is its tokens divided by its per-GPU throughput target times its GPUs. The tokens are
     C(num_prompts) times the tokens the target's metric counts (input plus output for C(Throughput/GPU), output for
     C(Output Throughput/GPU), input for C(Input Throughput/GPU)); the GPUs are the variant's TP x PP as the results
-    count them. Without a targets file, a throughput target or a target for the concurrency there is no estimate.
+    count them, times the serving workers of a fleet sweep. Without a targets file, a throughput target or a target for
+    the concurrency there is no estimate.
   - Returns the lines the sweep prints before its first point, too.
 options:
   _terms:
@@ -52,6 +56,12 @@ options:
     description: Run every point, even the ones already valid.
     type: bool
     default: false
+  fleet_workers:
+    description:
+      - The serving workers one router spreads the sweep over. V(1) is a node sweep; N > 1 a fleet sweep, whose points
+        send each concurrency times N.
+    type: int
+    default: 1
 notes:
   - Returns one dict; use it with C(lookup), not C(query).
 seealso:
@@ -76,12 +86,14 @@ _raw:
   type: dict
   contains:
     points:
-      description: Every point in order, with C(conc), C(variant), C(label), C(num_prompts), C(gpus), C(runs) (false when
-        already valid) and C(estimate) (seconds, or null).
+      description: Every point in order, with C(conc) (the client's C(--max-concurrency)), C(node_conc) (the
+        concurrency of the phases it stands for), C(fleet), C(variant), C(label), C(num_prompts), C(gpus), C(runs) (false
+        when already valid), C(workers) (for a point not run, the workers the earlier manifest recorded, or null) and
+        C(estimate) (seconds, or null).
       type: list
       elements: dict
     pending:
-      description: The concurrencies that run, in order.
+      description: The concurrencies (C(conc)) that run, in order.
       type: list
       elements: int
     restarts:
@@ -101,15 +113,13 @@ _raw:
         - "node1:   point 2/2 c1024 dp, 10240 prompts on 8 GPUs: ~1:27:09"
 """
 
-import os
-
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import load_targets, validate_point
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import load_targets
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_progress import plan_lines, plan_sweep
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record import point_file
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record import kept_results
 
 
 class LookupModule(LookupBase):
@@ -122,12 +132,11 @@ class LookupModule(LookupBase):
         bench = {key: self.get_option(key) for key in ('prompts_per_conc', 'random_input_len', 'random_output_len')}
         results_dir = self._loader.path_dwim(self.get_option('results_dir'))
         targets_file = self.get_option('targets_file')
+        fleet_workers = self.get_option('fleet_workers')
         try:
             targets = load_targets(self._loader.path_dwim(targets_file)) if targets_file else None
-            valid = {conc: validate_point(os.path.join(results_dir, point_file(conc)),
-                                          conc * bench['prompts_per_conc'], conc)['valid']
-                     for phase in phases for conc in phase['concurrencies']}
-            plan = plan_sweep(phases, valid, bench, targets, self.get_option('force'))
+            valid = kept_results(results_dir, phases, bench['prompts_per_conc'], fleet_workers)
+            plan = plan_sweep(phases, valid, bench, targets, self.get_option('force'), fleet_workers)
         except (SweepResultsError, KeyError, TypeError) as error:
             raise AnsibleLookupError('sweep_plan: %s' % error) from None
         plan['lines'] = plan_lines(self.get_option('host'), plan)

@@ -16,8 +16,14 @@ description:
   - Then writes C(manifest.json) in O(dest) with the run's keys and every point so far, so the manifest is complete after
     every point and nothing collected is lost when a later point fails. The file is written to a temporary file in O(dest)
     and renamed over the old one, so a failure never leaves half a manifest.
-  - "The status is V(ok) (valid), V(invalid) (the point ran and its file is not valid), V(aborted) (O(aborted) and no
-    valid file) or V(resumed) (O(resumed): a valid result was already on the controller, so the point did not run)."
+  - "The status is V(ok) (valid), V(invalid) (the point ran and its file is not valid, or its workers cannot stand for
+    it), V(aborted) (O(aborted) and no valid file) or V(resumed) (O(resumed): a valid result was already on the
+    controller, so the point did not run)."
+  - The point records the workers that served it (C(worker_id), C(url), C(dp_size)), which are the active workers of
+    O(model) in O(router_workers), the router's C(/v1/workers) answer read right before the bench started, or
+    O(workers) kept from the run that measured a resumed point. The report divides its per-GPU figures by their GPUs. A fleet point
+    (O(fleet)) with fewer or more serving workers than its concurrency was scaled by (O(conc) = O(node_conc) x N), or
+    a point served by a worker of the other variant (its C(dp_size)), is V(invalid).
   - M(infera.serving.sweep_report) reads the same file back; it leaves out any point whose status is not V(ok) or
     V(resumed) and checks every other point's file again, since a results folder may be copied or edited later.
   - Runs on the controller only; a relative O(dest) is taken from the playbook's directory.
@@ -94,9 +100,30 @@ options:
     elements: dict
     default: []
   conc:
-    description: The point's concurrency; its file is C(mix_c<conc>.jsonl) in O(dest).
+    description: The point's concurrency (the client's C(--max-concurrency)); its file is C(mix_c<conc>.jsonl) in O(dest).
     type: int
     required: true
+  node_conc:
+    description:
+      - The concurrency of the sweep's list the point stands for; targets and the report's fleet section use it.
+      - Unset, O(conc). A fleet point sends O(node_conc) x N through one router of N serving workers.
+    type: int
+  fleet:
+    description: The point went through one router for the whole fleet (the serving topology's fleet sweep).
+    type: bool
+    default: false
+  router_workers:
+    description:
+      - The C(workers) list of the router's C(/v1/workers) answer, read right before the point's bench started.
+      - Only the active workers of O(model) are recorded. Mutually exclusive with O(workers).
+    type: list
+    elements: dict
+  workers:
+    description:
+      - The workers already recorded for the point (the sweep plan's C(workers) of a resumed point), kept as they are.
+      - With neither this nor O(router_workers) the point records no workers, and the report counts one worker's GPUs.
+    type: list
+    elements: dict
   variant:
     description: The variant the point ran in (a key of O(variants)).
     type: str
@@ -141,6 +168,12 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: sweep | Read the workers the router serves the point with, right before its bench starts
+  ansible.builtin.uri:
+    url: "{{ sweep_router_url }}/v1/workers"
+    return_content: true
+  register: router_workers_answer
+
 - name: sweep | Judge the point and rewrite the run's manifest on the controller
   infera.serving.sweep_record:
     dest: "{{ sweep_results_dir }}/{{ sweep_run_id }}/{{ inventory_hostname }}"
@@ -156,6 +189,7 @@ EXAMPLES = r"""
       random_output_len: "{{ sweep_random_output_len }}"
     points: "{{ sweep_record_result.manifest.points | default([]) }}"
     conc: 32
+    router_workers: "{{ router_workers_answer.json.workers }}"
     variant: nodp
     num_prompts: 320
     warmup_requests: 64
@@ -179,15 +213,21 @@ point:
   returned: always
   type: dict
   sample:
-    conc: 32
+    conc: 96
+    node_conc: 32
+    fleet: true
     variant: nodp
-    num_prompts: 320
-    warmup_requests: 64
-    file: mix_c32.jsonl
+    num_prompts: 960
+    warmup_requests: 192
+    file: mix_c96.jsonl
     started: "2026-11-29T10:00:00Z"
     ended: "2026-11-29T10:14:08Z"
     status: invalid
-    reason: only 310 of 320 requests completed
+    reason: only 950 of 960 requests completed
+    workers:
+      - {worker_id: "10.0.0.1:30000", url: "http://10.0.0.1:30000", dp_size: null}
+      - {worker_id: "10.0.0.2:30000", url: "http://10.0.0.2:30000", dp_size: null}
+      - {worker_id: "10.0.0.3:30000", url: "http://10.0.0.3:30000", dp_size: null}
 manifest:
   description:
     - The whole manifest as written, with C(run_id), C(host), C(simulated), C(image), C(image_digest), C(model),
@@ -209,7 +249,7 @@ manifest:
 figures:
   description:
     - The judged point's figures, from the same record that made it valid; empty when it is not valid.
-    - C(tput_per_gpu) and C(output_tput_per_gpu) in tok/s per GPU, C(interactivity) the median tok/s per user,
+    - C(tput_per_gpu) and C(output_tput_per_gpu) in tok/s per GPU of the point's serving workers, C(interactivity) the median tok/s per user,
       C(ttft_p99_ms) the P99 time to first token.
   returned: always
   type: dict

@@ -25,6 +25,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics impo
     parallelism,
 )
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record import TIME_FORMAT
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers import fleet_point, point_gpus
 
 # Which tokens of a request each per-GPU throughput target counts.
 _TOKENS_OF_METRIC = {
@@ -56,31 +57,41 @@ def estimate_point(num_prompts, input_len, output_len, gpus, target, metric):
     return num_prompts * tokens_per_request(input_len, output_len) / (float(target) * gpus)
 
 
-def plan_sweep(phases, valid, bench, targets=None, force=False):
+def _label(index, count, point):
+    label = 'point %d/%d c%d %s' % (index, count, point['conc'], point['variant'])
+    if point['fleet']:
+        label += ' (fleet: %d workers x c%d)' % (point['conc'] // point['node_conc'], point['node_conc'])
+    return label
+
+
+def plan_sweep(phases, valid, bench, targets=None, force=False, fleet_workers=1):
     """The sweep's points in order with label, estimate and whether each runs, and where the engine restarts.
 
-    ``phases``: the variant plan's phases (variant, concurrencies, argv). ``valid``: concurrency ->
-    whether the controller already has a valid result (the resume check). ``bench``:
-    prompts_per_conc, random_input_len, random_output_len. ``targets``: load_targets' answer or None.
+    ``phases``: the variant plan's phases (variant, concurrencies, argv). ``valid``: the client's
+    concurrency -> what the earlier result keeps (_sweep_record.kept_results: ``{'workers': ...}``;
+    any true value will do) when the controller already has a valid one, else a false value (the
+    resume check). ``bench``: prompts_per_conc, random_input_len, random_output_len. ``targets``:
+    load_targets' answer or None. ``fleet_workers``: 1 for a node sweep; N for a fleet sweep through
+    one router of N serving workers, whose points send each concurrency C as C x N (fleet_point)
+    on N workers' GPUs and are held to C's target.
     """
-    ordered = [(phase, conc) for phase in phases for conc in phase['concurrencies']]
+    ordered = [(phase, fleet_point(node_conc, fleet_workers)) for phase in phases for node_conc in phase['concurrencies']]
     points, restarts = [], []
-    for index, (phase, conc) in enumerate(ordered, 1):
-        gpus = parallelism(phase.get('argv'))['GPUs']
-        num_prompts = conc * bench['prompts_per_conc']
-        target = targets['targets'].get(conc) if targets else None
-        points.append({
-            'conc': conc,
-            'variant': phase['variant'],
-            'label': 'point %d/%d c%d %s' % (index, len(ordered), conc, phase['variant']),
-            'num_prompts': num_prompts,
-            'gpus': gpus,
-            'runs': bool(force or not valid.get(conc)),
-            'estimate': estimate_point(num_prompts, bench['random_input_len'], bench['random_output_len'], gpus,
-                                       target, targets['metric'] if targets else None),
-        })
+    for index, (phase, planned) in enumerate(ordered, 1):
+        gpus = point_gpus(parallelism(phase.get('argv')), fleet_workers)
+        num_prompts = planned['conc'] * bench['prompts_per_conc']
+        target = targets['targets'].get(planned['node_conc']) if targets else None
+        kept = valid.get(planned['conc'])
+        runs = bool(force or not kept)
+        # A point kept from an earlier run keeps the workers that served it then.
+        point = dict(planned, variant=phase['variant'], num_prompts=num_prompts, gpus=gpus, runs=runs,
+                     workers=None if runs or not isinstance(kept, dict) else kept.get('workers'),
+                     estimate=estimate_point(num_prompts, bench['random_input_len'], bench['random_output_len'], gpus,
+                                             target, targets['metric'] if targets else None))
+        point['label'] = _label(index, len(ordered), point)
+        points.append(point)
     running = [phase for phase in phases if any(point['runs'] for point in points
-                                                if point['conc'] in phase['concurrencies'])]
+                                                if point['node_conc'] in phase['concurrencies'])]
     for before, after in zip(running, running[1:]):
         restarts.append({'from': before['variant'], 'to': after['variant']})
     estimates = [point['estimate'] for point in points if point['runs']]
@@ -124,12 +135,16 @@ def _total_text(plan, running):
 
 # ---------------------------------------------------------------- after a point
 
-def point_figures(record, argv):
-    """tok/s/GPU, tok/s/user and TTFT p99 of a valid record (the one the sweep's record judged); {} without one."""
+def point_figures(record, argv, worker_count=None):
+    """tok/s/GPU, tok/s/user and TTFT p99 of a valid record (the one the sweep's record judged); {} without one.
+
+    Per GPU of the point's serving workers (``worker_count``; None: one worker), as the report counts them.
+    """
     if not record:
         return {}
     try:
-        row = normalise(record, parallelism(argv))
+        sizes = parallelism(argv)
+        row = normalise(record, dict(sizes, GPUs=point_gpus(sizes, worker_count)))
     except (KeyError, TypeError, ValueError, ZeroDivisionError, SweepResultsError):
         return {}
     return {'tput_per_gpu': row[THROUGHPUT_PER_GPU], 'output_tput_per_gpu': row[OUTPUT_THROUGHPUT_PER_GPU],

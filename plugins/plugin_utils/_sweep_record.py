@@ -7,8 +7,9 @@
 
 The sweep calls record_point after every point and write_manifest with every point so far, so
 nothing collected is lost when a later point fails; the report reads the same file back with
-read_manifest and recorded_problem. The file is what the role used to write with
-``to_nice_json``: the same keys, the same layout.
+read_manifest and recorded_problem, and the next run's plan with kept_results (resume). The
+file is what the role used to write with ``to_nice_json``: the same keys, the same layout. A
+point records the workers that served it (_sweep_workers); an older manifest's points have none.
 """
 
 from __future__ import annotations
@@ -19,13 +20,20 @@ import os
 import tempfile
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import optional_int, validate_point
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import optional_int, parallelism, validate_point
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers import (
+    fleet_point,
+    recorded_workers,
+    workers_problem,
+)
 
 MANIFEST = 'manifest.json'
 # The run's keys of a manifest; 'points' follows them.
 RUN_KEYS = ('run_id', 'host', 'simulated', 'image', 'image_digest', 'model', 'recipe', 'variants', 'bench_args')
-# The planned point's keys record_point needs.
-PLANNED_KEYS = ('conc', 'variant', 'num_prompts', 'warmup_requests', 'started')
+# The planned point's keys record_point needs. conc: the client's --max-concurrency; node_conc: the
+# concurrency of the sweep's list it stands for (conc / N for a fleet point); workers: the serving
+# workers the router listed before the bench (_sweep_workers.serving_workers), None when unknown.
+PLANNED_KEYS = ('conc', 'node_conc', 'fleet', 'variant', 'num_prompts', 'warmup_requests', 'started', 'workers')
 # Statuses whose points may enter the CSV (their file must still be valid).
 USABLE_STATUSES = ('ok', 'resumed')
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
@@ -55,33 +63,52 @@ def point_status(valid, resumed=False, aborted=False):
     return 'ok' if valid else 'invalid'
 
 
-def record_point(host_dir, planned, resumed=False, aborted=False, ended=None):
+def record_point(host_dir, planned, resumed=False, aborted=False, ended=None, argv=None):
     """Judge a point from the controller's copy of its jsonl and return its manifest entry.
 
-    ``planned`` holds PLANNED_KEYS; the entry adds the file, the end time, the status and the
-    reason the file is not valid ('' when it is).
+    ``planned`` holds PLANNED_KEYS (``node_conc``, ``fleet`` and ``workers`` may be missing: a node
+    point, workers unknown); ``argv`` is the variant's engine argv, against which the workers are
+    checked. The entry adds the file, the end time, the status and the reason the point is not
+    valid ('' when it is).
     """
-    return judge_point(host_dir, planned, resumed, aborted, ended)[0]
+    return judge_point(host_dir, planned, resumed, aborted, ended, argv)[0]
 
 
-def judge_point(host_dir, planned, resumed=False, aborted=False, ended=None):
-    """``(entry, record)``: record_point's manifest entry and the valid record it judged (None when invalid)."""
+def _variant_sizes(argv):
+    try:
+        return parallelism(argv)
+    except SweepResultsError:
+        return None
+
+
+def judge_point(host_dir, planned, resumed=False, aborted=False, ended=None, argv=None):
+    """``(entry, record)``: record_point's manifest entry and the valid record it judged (None when invalid).
+
+    Valid: the file is valid and the workers that served the point can stand for it (workers_problem).
+    """
+    planned = dict(planned, node_conc=planned.get('node_conc') or planned['conc'], fleet=bool(planned.get('fleet')),
+                   workers=recorded_workers(planned))
     name = point_file(planned['conc'])
     checked = validate_point(os.path.join(host_dir, name), planned['num_prompts'], planned['conc'])
-    return _entry(planned, name, checked, resumed, aborted, ended), checked['record'] if checked['valid'] else None
+    sizes = _variant_sizes(argv) if argv is not None else None
+    reason = checked['reason'] or (workers_problem(planned, sizes) if sizes else '')
+    return _entry(planned, name, reason, resumed, aborted, ended), None if reason else checked['record']
 
 
-def _entry(planned, name, checked, resumed, aborted, ended):
+def _entry(planned, name, reason, resumed, aborted, ended):
     return {
         'conc': planned['conc'],
+        'node_conc': planned['node_conc'],
+        'fleet': planned['fleet'],
         'variant': planned['variant'],
         'num_prompts': planned['num_prompts'],
         'warmup_requests': planned['warmup_requests'],
         'file': name,
         'started': planned['started'],
         'ended': ended or utc_now(),
-        'status': point_status(checked['valid'], resumed, aborted),
-        'reason': checked['reason'],
+        'status': point_status(not reason, resumed, aborted),
+        'reason': reason,
+        'workers': planned['workers'],
     }
 
 
@@ -93,22 +120,56 @@ def recorded_file(point):
     return point.get('file') or point_file(point.get('conc'))
 
 
-def recorded_problem(host_dir, point):
-    """``(checked, problem)`` for a manifest point: what the sweep recorded, then its file checked the same way.
+def recorded_problem(host_dir, point, sizes=None):
+    """``(checked, problem)`` for a manifest point: what the sweep recorded, then the point checked the same way.
 
     A folder may be copied, edited or written by an older sweep, so a usable status still needs a
-    valid file, and a point the sweep marked otherwise says so. ``checked`` is validate_point's
+    valid file and, given the variant's ``sizes`` (parallelism), recorded workers that can stand
+    for the point; a point the sweep marked otherwise says so. ``checked`` is validate_point's
     answer for the point's file; ``problem`` is '' when the point is usable.
     """
     checked = validate_point(os.path.join(host_dir, recorded_file(point)), optional_int(point.get('num_prompts')),
                              optional_int(point.get('conc')))
+    found = [checked['reason'], workers_problem(point, sizes) if sizes else '']
     status = recorded_status(point)
     reasons = []
     if status not in USABLE_STATUSES:
         told = point.get('reason') or ''
-        reasons.append('marked %s by the sweep%s' % (status, ': ' + told if told and told != checked['reason'] else ''))
-    reasons.append(checked['reason'])
+        reasons.append('marked %s by the sweep%s' % (status, ': ' + told if told and told not in found else ''))
+    reasons.extend(found)
     return checked, '; '.join(reason for reason in reasons if reason)
+
+
+def previous_points(host_dir):
+    """The points of the manifest an earlier run left in host_dir, by conc; {} when there is none or it cannot be read."""
+    try:
+        manifest = read_manifest(host_dir)
+    except SweepResultsError:
+        return {}
+    return {optional_int(point.get('conc')): point for point in manifest['points'] if isinstance(point, dict)}
+
+
+def kept_results(host_dir, phases, prompts_per_conc, fleet_workers=1):
+    """The resume check of a sweep's every point: conc -> what its earlier result keeps, or None to run it.
+
+    A point keeps its earlier result when its file is valid (validate_point, as the bench_point
+    lookup checks it) and the workers the earlier manifest recorded for it can stand for this
+    plan's point (a fleet point of as many workers, in the variant); it keeps those workers
+    (``{'workers': [...]}``, None when the earlier run recorded none). ``phases``: the variant
+    plan's; ``fleet_workers``: the N of a fleet sweep, 1 for a node sweep.
+    """
+    previous = previous_points(host_dir)
+    kept = {}
+    for phase in phases:
+        sizes = parallelism(phase.get('argv'))
+        for node_conc in phase['concurrencies']:
+            planned = fleet_point(node_conc, fleet_workers)
+            conc = planned['conc']
+            checked = validate_point(os.path.join(host_dir, point_file(conc)), conc * prompts_per_conc, conc)
+            earlier = dict(planned, variant=phase['variant'], workers=recorded_workers(previous.get(conc) or {}))
+            usable = checked['valid'] and not workers_problem(earlier, sizes)
+            kept[conc] = {'workers': earlier['workers']} if usable else None
+    return kept
 
 
 # ---------------------------------------------------------------- the manifest

@@ -76,8 +76,8 @@ def test_the_manifest_keeps_the_keys_and_values_the_role_passes(playbook_dir):
     assert manifest['bench_args'] == BENCH_ARGS
     assert manifest['variants'] == VARIANTS
     assert (manifest['run_id'], manifest['host'], manifest['simulated']) == ('r1', 'infera-node-1', True)
-    assert list(manifest['points'][0]) == ['conc', 'variant', 'num_prompts', 'warmup_requests', 'file', 'started', 'ended',
-                                           'status', 'reason']
+    assert list(manifest['points'][0]) == ['conc', 'node_conc', 'fleet', 'variant', 'num_prompts', 'warmup_requests', 'file',
+                                           'started', 'ended', 'status', 'reason', 'workers']
 
 
 def test_a_resumed_point_is_recorded_resumed(playbook_dir):
@@ -133,3 +133,50 @@ def test_the_sweep_role_passes_every_manifest_key():
     assert set(args) <= set(action_plugin.ARGUMENT_SPEC)
     assert set(RUN_KEYS) <= set(args)
     assert set(args['bench_args']) == set(BENCH_ARGS)
+
+
+def listed(index, status='active', model='/data/hf-cache/DeepSeek-V4-Pro'):
+    """An entry of Infera's GET /v1/workers as the role's uri task passes it."""
+    return {'worker_id': '10.0.0.%d:30000' % index, 'url': 'http://10.0.0.%d:30000' % index, 'model_name': model,
+            'engine': 'sglang', 'status': status, 'disagg_mode': 'mixed', 'disagg_meta': {}, 'kv_events_endpoint': None,
+            'kv_block_size': 64, 'dp_rank': None, 'dp_size': None}
+
+
+def kept(index):
+    return {'worker_id': '10.0.0.%d:30000' % index, 'url': 'http://10.0.0.%d:30000' % index, 'dp_size': None}
+
+
+def test_the_point_records_the_serving_workers_of_the_router_and_counts_their_gpus(playbook_dir):
+    write_lines(playbook_dir / HOST_DIR / 'mix_c96.jsonl', bench_record(96, duration=100.0))
+    result = run(playbook_dir, conc=96, node_conc=32, fleet=True, num_prompts=960,
+                 router_workers=[listed(3), listed(1), listed(2), listed(4, status='draining'), listed(5, model='other')])
+    assert result['point']['workers'] == [kept(1), kept(2), kept(3)]
+    assert (result['point']['status'], result['point']['node_conc'], result['point']['fleet']) == ('ok', 32, True)
+    assert written(playbook_dir)['points'][0]['workers'] == [kept(1), kept(2), kept(3)]
+    assert result['figures']['tput_per_gpu'] == pytest.approx(960 * 9216 / 100.0 / 24)
+
+
+def test_a_fleet_point_whose_router_missed_a_worker_is_invalid(playbook_dir):
+    write_lines(playbook_dir / HOST_DIR / 'mix_c96.jsonl', bench_record(96))
+    result = run(playbook_dir, conc=96, node_conc=32, fleet=True, num_prompts=960, router_workers=[listed(1), listed(2)])
+    assert result['point']['status'] == 'invalid'
+    assert result['point']['reason'].startswith('the router listed 2 serving worker(s)')
+    assert result['figures'] == {}
+
+
+def test_a_resumed_point_keeps_the_workers_recorded_when_it_ran(playbook_dir):
+    write_lines(playbook_dir / HOST_DIR / 'mix_c32.jsonl', bench_record(32))
+    result = run(playbook_dir, resumed=True, workers=[kept(1)])
+    assert (result['point']['status'], result['point']['workers'], result['point']['node_conc']) == ('resumed', [kept(1)], 32)
+
+
+def test_without_workers_the_point_records_none_and_counts_one_workers_gpus(playbook_dir):
+    write_lines(playbook_dir / HOST_DIR / 'mix_c32.jsonl', bench_record(32, duration=100.0))
+    result = run(playbook_dir)
+    assert (result['point']['workers'], result['point']['fleet']) == (None, False)
+    assert result['figures']['tput_per_gpu'] == pytest.approx(320 * 9216 / 100.0 / 8)
+
+
+def test_router_workers_and_kept_workers_are_mutually_exclusive(playbook_dir):
+    with pytest.raises(AnsibleActionFail, match='mutually exclusive'):
+        run(playbook_dir, router_workers=[listed(1)], workers=[kept(1)])

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 from ansible import constants as C
@@ -59,3 +61,17 @@ def test_a_bad_targets_file_is_named(lookup, tmp_path):
     write_targets(tmp_path / 'targets.yml', 'targets: []\n')
     with pytest.raises(AnsibleLookupError, match='sweep_plan: .*targets.yml must be a mapping'):
         lookup.run(PHASES, variables={}, results_dir='r', host='node1', targets_file='targets.yml', **BENCH)
+
+
+def test_a_fleet_plan_scales_the_concurrencies_and_resumes_with_the_earlier_workers(lookup, tmp_path):
+    host_dir = tmp_path / 'results' / 'r1' / 'node1'
+    host_dir.mkdir(parents=True)
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    workers = [{'worker_id': '10.0.0.%d:30000' % index, 'url': '', 'dp_size': None} for index in (1, 2, 3)]
+    (host_dir / 'manifest.json').write_text(json.dumps({'points': [
+        {'conc': 96, 'node_conc': 32, 'fleet': True, 'variant': 'nodp', 'workers': workers}]}), encoding='utf-8')
+    [plan] = lookup.run(PHASES, variables={}, results_dir='results/r1/node1', host='node1', fleet_workers=3, **BENCH)
+    assert plan['pending'] == [192, 3072]
+    assert [(point['conc'], point['node_conc'], point['gpus'], point['workers']) for point in plan['points']] == [
+        (96, 32, 24, workers), (192, 64, 24, None), (3072, 1024, 24, None)]
+    assert plan['lines'][1] == 'node1:   point 1/3 c96 nodp (fleet: 3 workers x c32), 960 prompts on 24 GPUs: skipped (already valid)'

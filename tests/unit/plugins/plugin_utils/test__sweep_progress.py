@@ -124,3 +124,37 @@ def test_wall_times_per_point_and_restart_and_the_running_total():
     assert progress.timing_lines('node1', points, [{'variant': 'dp', 'seconds': 1781.4}, {'variant': 'nodp'}]) == [
         'node1: c32 nodp: 0:14:08 (ok)', 'node1: c64 nodp: ? (aborted)', 'node1: engine (re)start to dp: 0:29:41',
         'node1: engine (re)start to nodp: ?']
+
+
+# ---------------------------------------------------------------- a fleet sweep
+
+def test_a_fleet_plan_sends_each_concurrency_times_its_workers_on_their_gpus_held_to_the_node_target():
+    plan = progress.plan_sweep(PHASES, {}, BENCH, targets({32: 2000.0, 96: 1.0, 1024: 2256.0}), fleet_workers=3)
+    assert [(p['conc'], p['node_conc'], p['fleet'], p['num_prompts'], p['gpus']) for p in plan['points']] == [
+        (96, 32, True, 960, 24), (192, 64, True, 1920, 24), (3072, 1024, True, 30720, 24)]
+    assert plan['pending'] == [96, 192, 3072]
+    assert plan['restarts'] == [{'from': 'nodp', 'to': 'dp'}]
+    # Three times the tokens on three times the GPUs at the node's target: the node point's duration.
+    assert plan['points'][0]['estimate'] == pytest.approx(320 * 9216 / (2000.0 * 8))
+    assert plan['points'][1]['estimate'] is None
+    assert progress.plan_lines('node1', plan)[1:] == [
+        'node1:   point 1/3 c96 nodp (fleet: 3 workers x c32), 960 prompts on 24 GPUs: ~0:03:04',
+        'node1:   point 2/3 c192 nodp (fleet: 3 workers x c64), 1920 prompts on 24 GPUs: no estimate',
+        'node1:   point 3/3 c3072 dp (fleet: 3 workers x c1024), 30720 prompts on 24 GPUs: ~1:27:09',
+    ]
+
+
+def test_a_point_kept_from_an_earlier_run_keeps_its_workers_and_a_point_that_runs_has_none_yet():
+    workers = [{'worker_id': '10.0.0.1:30000', 'url': 'http://10.0.0.1:30000', 'dp_size': None}]
+    plan = progress.plan_sweep(PHASES, {32: {'workers': workers}, 64: {'workers': None}, 1024: None}, BENCH)
+    assert [(p['conc'], p['runs'], p['workers']) for p in plan['points']] == [
+        (32, False, workers), (64, False, None), (1024, True, None)]
+    forced = progress.plan_sweep(PHASES, {32: {'workers': workers}}, BENCH, force=True)
+    assert forced['points'][0]['workers'] is None
+
+
+def test_figures_count_the_gpus_of_the_serving_workers():
+    record = bench_record(64, duration=100.0)
+    assert progress.point_figures(record, NODP_ARGV, 3)['tput_per_gpu'] == pytest.approx(640 * 9216 / 100.0 / 24)
+    assert progress.point_figures(record, DP_ARGV, 1)['tput_per_gpu'] == pytest.approx(640 * 9216 / 100.0 / 8)
+    assert progress.point_figures(record, NODP_ARGV, 0)['tput_per_gpu'] == pytest.approx(640 * 9216 / 100.0 / 8)

@@ -13,7 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_render import invalid_line
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_render import below_median_line, invalid_line
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_report import rebuild
 
 ARGUMENT_SPEC = {
@@ -23,7 +23,7 @@ ARGUMENT_SPEC = {
 }
 
 _RETURNED = ('csv_path', 'report_path', 'plot_path', 'simulated', 'hosts', 'target_metric', 'rows', 'invalid', 'below',
-             'untargeted', 'table', 'changed_files')
+             'untargeted', 'fleet', 'table', 'changed_files')
 
 
 def _value(number, digits=1):
@@ -42,6 +42,14 @@ def below_target_message(summary):
     misses = summary['below']
     return '%d point(s) miss the %s target: %s. See %s' % (
         len(misses), summary['target_metric'], '; '.join(describe_miss(miss) for miss in misses), summary['report_path'])
+
+
+def below_median_message(summary):
+    """The nodes well below their fleet: the reason to sweep a fleet, so the play says it even when nothing fails."""
+    fleet = summary['fleet']
+    return '%d node point(s) more than %.0f %% below the fleet median%s: %s. See %s' % (
+        len(fleet['below']), fleet['threshold'] * 100, ' (SIMULATED)' if fleet['simulated_hosts'] else '',
+        '; '.join(below_median_line(entry) for entry in fleet['below']), summary['report_path'])
 
 
 def invalid_message(summary):
@@ -71,6 +79,8 @@ class ActionModule(ActionBase):
         warnings = result.setdefault('warnings', [])
         if summary['invalid']:
             warnings.append(invalid_message(summary))
+        if summary['fleet'] and summary['fleet']['below']:
+            warnings.append(below_median_message(summary))
         if summary['below'] and params['below_target'] == 'fail':
             result['failed'] = True
             result['msg'] = below_target_message(summary)

@@ -21,13 +21,21 @@ description:
     counts are missing or zero, or the line reports another C(max_concurrency) than the point's.
     Invalid points are listed in the report and in RV(invalid), never put in the CSV, the table or the plot.
   - Throughputs are computed from C(total_input_tokens), C(total_output_tokens) and C(duration); the clients' own
-    throughput keys differ between sglang versions. Per-GPU columns divide by the GPUs of the point (TP x PP, as
-    InferenceX's C(utils/process_result.py)); DP attention does not multiply the GPU count.
+    throughput keys differ between sglang versions. Per-GPU columns divide by the GPUs of the point, which are the
+    serving workers the router listed before it ran (recorded in the manifest) times one worker's TP x PP (as InferenceX's
+    C(utils/process_result.py)); DP attention does not multiply the GPU count, and a dp worker is one worker. A point
+    without recorded workers (an older manifest) counts one worker.
+  - A point is invalid, too, when its recorded workers cannot stand for it, for example a fleet point with fewer
+    serving workers than its concurrency was scaled by, or a worker of the other variant.
   - Column names are those of the InferenceX dashboard's CSV export, for example the output throughput per GPU column
     named C(Output Throughput/GPU) with its unit in brackets. The collection's C(docs/results.md) lists every column
     and how it is computed.
-  - With O(targets_file), each point gets its concurrency's target, the ratio value/target and whether it misses the
-    target; O(below_target) decides whether a miss fails the task, warns or is only reported.
+  - With O(targets_file), each point gets its concurrency's target (a fleet point, C x N through one router of N workers,
+    the target of C), the ratio value/target and whether it misses the target; O(below_target) decides whether a miss
+    fails the task, warns or is only reported.
+  - With node points of several hosts, a fleet section compares each node's token throughput per GPU at each
+    concurrency with the fleet median and flags the nodes more than 10 % below it (exactly 10 % is not flagged), in the
+    report, the table, RV(fleet) and a warning.
   - When any manifest says C(simulated), the report, the table and the plot title say SIMULATED, because such numbers come from
     the rehearsal simulator and are not hardware results.
 author:
@@ -150,12 +158,14 @@ rows:
     - {Host: infera-node-1, Concurrency: 32, Variant: nodp, TP: 8, DP: 1, EP: 1, "Output Throughput/GPU (tok/s)": 262.4,
        Target: 250.0, Ratio: 1.05, "Below Target": false}
 invalid:
-  description: Points left out of the CSV, each with C(host), C(conc), C(variant), C(status), C(file) and C(reason).
+  description:
+    - Points left out of the CSV, each with C(host), C(conc), C(node_conc) (the concurrency of the sweep's list a fleet
+      point stands for, else C(conc)), C(variant), C(status), C(file) and C(reason).
   returned: always
   type: list
   elements: dict
   sample:
-    - {host: infera-node-1, conc: 256, variant: dp, status: aborted, file: mix_c256.jsonl,
+    - {host: infera-node-1, conc: 256, node_conc: 256, variant: dp, status: aborted, file: mix_c256.jsonl,
        reason: "marked aborted by the sweep: engine exited; mix_c256.jsonl is missing"}
 below:
   description:
@@ -174,10 +184,31 @@ untargeted:
   type: list
   elements: int
   sample: [1024]
+fleet:
+  description:
+    - The nodes against their fleet, or null unless node points of at least two hosts are valid.
+    - C(metric) (the column compared), C(threshold) (0.1), C(hosts), C(simulated_hosts), C(concurrencies) (per node
+      concurrency C(node_conc), the C(values) per host, their C(median) and the C(below) entries), C(below) (every
+      node more than 10 % below its median, with C(host), C(node_conc), C(value), C(median), C(shortfall)) and
+      C(fleet_points) (the points of fleet sweeps, with C(host), C(conc), C(node_conc), C(variant), C(workers),
+      C(value), C(simulated)).
+  returned: always
+  type: dict
+  sample:
+    metric: Throughput/GPU (tok/s)
+    threshold: 0.1
+    hosts: [node1, node2, node3]
+    simulated_hosts: []
+    concurrencies:
+      - {node_conc: 32, values: {node1: 2300.0, node2: 1900.0, node3: 2280.0}, median: 2280.0,
+         below: [{host: node2, node_conc: 32, value: 1900.0, median: 2280.0, shortfall: 0.167}]}
+    below: [{host: node2, node_conc: 32, value: 1900.0, median: 2280.0, shortfall: 0.167}]
+    fleet_points: []
 table:
   description:
     - A fixed-width text table of the valid points for the play output, one line per point, followed by one
-      C(INVALID ...) line per invalid point. The first line says SIMULATED when the run was simulated.
+      C(INVALID ...) line per invalid point, then with several nodes the fleet lines (median per concurrency,
+      C(BELOW MEDIAN ...) per flagged node). The first line says SIMULATED when the run was simulated.
     - To print it, set C(msg) to the table split into lines with the C(splitlines) string method.
   returned: always
   type: str

@@ -20,6 +20,7 @@ import re
 import yaml
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers import node_concurrency
 
 THROUGHPUT_PER_GPU = 'Throughput/GPU (tok/s)'
 OUTPUT_THROUGHPUT_PER_GPU = 'Output Throughput/GPU (tok/s)'
@@ -55,16 +56,16 @@ METRIC_COLUMNS = tuple(_metric_columns())
 LATENCY_COLUMNS = frozenset(column for column in METRIC_COLUMNS if column.endswith('(ms)'))
 
 IDENTITY_COLUMNS = ('Run ID', 'Host', 'Simulated', 'Model', 'ISL', 'OSL', 'Variant', 'Concurrency',
-                    'TP', 'PP', 'DP', 'EP', 'DP Attention', 'GPUs')
+                    'TP', 'PP', 'DP', 'EP', 'DP Attention', 'GPUs', 'Workers', 'Fleet', 'Node Concurrency')
 RUN_COLUMNS = ('Completed', 'Num Prompts', 'Duration (s)', 'Total Input Tokens', 'Total Output Tokens',
                'Throughput (tok/s)', 'Output Throughput (tok/s)', 'Input Throughput (tok/s)')
 TARGET_COLUMNS = ('Target Metric', 'Target', 'Ratio', 'Below Target')
 TRACE_COLUMNS = ('Status', 'File')
 CSV_COLUMNS = IDENTITY_COLUMNS + METRIC_COLUMNS + RUN_COLUMNS + TARGET_COLUMNS + TRACE_COLUMNS
 
-INT_COLUMNS = frozenset(('ISL', 'OSL', 'Concurrency', 'TP', 'PP', 'DP', 'EP', 'GPUs', 'Completed', 'Num Prompts',
-                         'Total Input Tokens', 'Total Output Tokens'))
-BOOL_COLUMNS = frozenset(('Simulated', 'DP Attention', 'Below Target'))
+INT_COLUMNS = frozenset(('ISL', 'OSL', 'Concurrency', 'TP', 'PP', 'DP', 'EP', 'GPUs', 'Workers', 'Node Concurrency',
+                         'Completed', 'Num Prompts', 'Total Input Tokens', 'Total Output Tokens'))
+BOOL_COLUMNS = frozenset(('Simulated', 'DP Attention', 'Fleet', 'Below Target'))
 FLOAT_COLUMNS = frozenset(METRIC_COLUMNS + ('Duration (s)', 'Throughput (tok/s)', 'Output Throughput (tok/s)',
                                             'Input Throughput (tok/s)', 'Target', 'Ratio'))
 NUMERIC_COLUMNS = tuple(column for column in CSV_COLUMNS if column in INT_COLUMNS | FLOAT_COLUMNS
@@ -345,11 +346,15 @@ def misses_target(ratio, higher_is_better):
 
 
 def apply_targets(rows, targets):
-    """Fill Target Metric, Target, Ratio (value / target) and Below Target (misses the target) in place."""
+    """Fill Target Metric, Target, Ratio (value / target) and Below Target (misses the target) in place.
+
+    A target is per GPU at a concurrency of the sweep's list, so a fleet point (C x N through one
+    router of N workers) is held to the target of its node concurrency C.
+    """
     if not targets:
         return
     for row in rows:
-        target = targets['targets'].get(row['Concurrency'])
+        target = targets['targets'].get(row['Node Concurrency'])
         if target is None:
             continue
         value = row[targets['metric']]
@@ -369,10 +374,10 @@ def target_misses(rows, invalid, targets):
     misses = [{'host': row['Host'], 'conc': row['Concurrency'], 'variant': row['Variant'], 'metric': targets['metric'],
                'value': row[targets['metric']], 'target': row['Target'], 'ratio': row['Ratio'], 'reason': ''}
               for row in rows if row['Below Target']]
-    valid = {(row['Host'], row['Concurrency']) for row in rows}
+    valid = {(row['Host'], row['Node Concurrency']) for row in rows}
     for entry in invalid:
-        target = targets['targets'].get(entry['conc'])
-        if target is not None and (entry['host'], entry['conc']) not in valid:
+        target = targets['targets'].get(entry['node_conc'])
+        if target is not None and (entry['host'], entry['node_conc']) not in valid:
             misses.append({'host': entry['host'], 'conc': entry['conc'], 'variant': entry['variant'], 'metric': targets['metric'],
                            'value': None, 'target': target, 'ratio': None, 'reason': 'no valid result: %s' % entry['reason']})
     misses.sort(key=lambda miss: (miss['host'], miss['conc'] or 0, miss['variant']))
@@ -383,6 +388,6 @@ def untested_targets(manifests, targets):
     """Target concurrencies no manifest lists a point for (informational: the sweep did not try them)."""
     if not targets:
         return []
-    tried = {optional_int(point.get('conc')) for manifest in manifests
+    tried = {node_concurrency(point) for manifest in manifests
              for point in manifest.get('points', []) if isinstance(point, dict)}
     return sorted(set(targets['targets']) - tried)

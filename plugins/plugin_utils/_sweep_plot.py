@@ -23,12 +23,15 @@ PLOT_PANELS = ((THROUGHPUT_PER_GPU, 'Token throughput per GPU (tok/s/GPU)'),
 
 
 def _series(rows):
-    """Rows grouped by (host, variant); the label names the host only when there are several."""
+    """Rows grouped by (host, fleet, variant); the label names the host only when there are several.
+
+    A fleet point (one router for the whole fleet) is not a point of its node's curve.
+    """
     several_hosts = len({row['Host'] for row in rows}) > 1
     groups = {}
     for row in rows:
-        label = '%s %s' % (row['Host'], row['Variant']) if several_hosts else row['Variant']
-        groups.setdefault(label, []).append(row)
+        label = ('fleet ' if row['Fleet'] else '') + row['Variant']
+        groups.setdefault('%s %s' % (row['Host'], label) if several_hosts else label, []).append(row)
     return groups
 
 

@@ -3,7 +3,11 @@
 
 # This plugin util is PRIVATE to the infera.serving collection; it may change at any time.
 
-"""Render a collected run as text: the CSV (and reading it back), the play's fixed-width table and the Markdown report."""
+"""Render a collected run as text: the CSV (and reading it back), the play's fixed-width table and the Markdown report.
+
+The report's fleet section (several nodes) shows _sweep_fleet's comparison; every figure from a
+simulated engine is labelled SIMULATED where it appears.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import csv
 import io
 import os
 
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_fleet import is_below_median, shortfall
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import (
     BOOL_COLUMNS,
     CSV_COLUMNS,
@@ -89,6 +94,15 @@ def _shape(row):
     return '%s/%s/%s' % (row['TP'], row['DP'], row['EP'])
 
 
+def host_label(row):
+    """The host cell: a fleet point or a point served by several workers says so (its per-GPU figures count all of theirs)."""
+    if row['Fleet']:
+        return '%s (fleet: %s workers)' % (row['Host'], row['Workers'] or '?')
+    if (row['Workers'] or 1) > 1:
+        return '%s (%d workers)' % (row['Host'], row['Workers'])
+    return row['Host']
+
+
 def run_ids(run):
     """The run IDs of every manifest, for titles."""
     return ', '.join(sorted({str(manifest.get('run_id', '')) for manifest in run['manifests']}))
@@ -111,7 +125,7 @@ _TABLE_HEADER = ('host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU', 'out/GPU', 
 
 
 def _table_cells(row, higher_is_better):
-    return (row['Host'], str(row['Concurrency']), row['Variant'], _shape(row), _number(row[THROUGHPUT_PER_GPU]),
+    return (host_label(row), str(row['Concurrency']), row['Variant'], _shape(row), _number(row[THROUGHPUT_PER_GPU]),
             _number(row[OUTPUT_THROUGHPUT_PER_GPU]), _number(row[INPUT_THROUGHPUT_PER_GPU]),
             _number(row[MEDIAN_INTERACTIVITY]), _number(row[latency_column('P99', 'TTFT')]),
             _number(row[latency_column('P99', 'TPOT')]), verdict(row, higher_is_better))
@@ -136,7 +150,44 @@ def text_table(run):
         lines.append('(no valid point)')
     for entry in run['invalid']:
         lines.append('INVALID ' + invalid_line(entry))
+    lines.extend(_fleet_text(run['fleet']))
     return '\n'.join(lines)
+
+
+def _percent(fraction, digits=1):
+    return '%.*f %%' % (digits, fraction * 100)
+
+
+def below_median_line(entry):
+    """One node flagged below the fleet median, as the play's table, the task's warning and the report name it."""
+    return '%s c%s: %s tok/s/GPU, %s below the fleet median %s' % (
+        entry['host'], entry['node_conc'], _number(entry['value']), _percent(entry['shortfall']), _number(entry['median']))
+
+
+def _simulated_mark(fleet, host):
+    return ' (SIMULATED)' if host in fleet['simulated_hosts'] else ''
+
+
+def _fleet_point_line(point):
+    return '%s c%s %s (fleet: %s workers x c%s): %s tok/s/GPU%s' % (
+        point['host'], point['conc'], point['variant'], point['workers'] or '?', point['node_conc'],
+        _number(point['value']), ' (SIMULATED)' if point['simulated'] else '')
+
+
+def _fleet_text(fleet):
+    if not fleet:
+        return []
+    lines = ['', 'fleet: %s per node, median per concurrency; BELOW MEDIAN: more than %s under it%s' % (
+        fleet['metric'], _percent(fleet['threshold'], 0), ' (SIMULATED: %s)' % ', '.join(fleet['simulated_hosts'])
+        if fleet['simulated_hosts'] else '')]
+    for concurrency in fleet['concurrencies']:
+        values = ', '.join('%s %s' % (host, _number(value)) for host, value in concurrency['values'].items())
+        lines.append('  c%s: median %s (%s)' % (concurrency['node_conc'], _number(concurrency['median']), values))
+    lines.extend('  BELOW MEDIAN %s%s' % (below_median_line(entry), _simulated_mark(fleet, entry['host'])) for entry in fleet['below'])
+    if not fleet['below']:
+        lines.append('  every node within %s of the fleet median' % _percent(fleet['threshold'], 0))
+    lines.extend('  fleet point ' + _fleet_point_line(point) for point in fleet['fleet_points'])
+    return lines
 
 
 def _bold_if(text, condition):
@@ -181,14 +232,20 @@ def _manifest_section(manifest):
     return lines
 
 
+def _divisor_text(run):
+    if any(row['Workers'] for row in run['rows']):
+        return 'the GPUs of the workers that served the point (serving workers x TP x PP)'
+    return 'the GPUs of the point (TP x PP)'
+
+
 def render_report(run):
     title = '# Sweep report: %s' % run_ids(run)
     lines = [title + (' (SIMULATED)' if run['simulated'] else ''), '']
     if run['simulated']:
         lines.extend(['> **%s.**' % simulated_banner(run), ''])
-    lines.extend(['%d valid point(s), %d invalid, %d missing the target. Per-GPU numbers divide by the GPUs of the point '
-                  '(TP x PP); see docs/results.md. Data: [`%s`](%s).' % (len(run['rows']), len(run['invalid']), len(run['below']),
-                                                                         RESULTS_CSV, RESULTS_CSV), ''])
+    lines.extend(['%d valid point(s), %d invalid, %d missing the target. Per-GPU numbers divide by %s; see '
+                  'docs/results.md. Data: [`%s`](%s).' % (len(run['rows']), len(run['invalid']), len(run['below']),
+                                                          _divisor_text(run), RESULTS_CSV, RESULTS_CSV), ''])
     if run['targets']:
         lines.extend(['Target: **%s** per concurrency from `%s` (%s is better).' % (
             run['targets']['metric'], os.path.basename(run['targets']['path']),
@@ -197,16 +254,54 @@ def render_report(run):
     header = ('host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU total', 'tok/s/GPU output', 'tok/s/GPU input',
               'tok/s/user (median)', 'TTFT p99 ms', 'TPOT p99 ms', 'target', 'ratio / result')
     lines.extend(_markdown_table(header, [
-        (row['Host'], row['Concurrency'], row['Variant'], _shape(row), _number(row[THROUGHPUT_PER_GPU]),
+        (host_label(row), row['Concurrency'], row['Variant'], _shape(row), _number(row[THROUGHPUT_PER_GPU]),
          _number(row[OUTPUT_THROUGHPUT_PER_GPU]), _number(row[INPUT_THROUGHPUT_PER_GPU]), _number(row[MEDIAN_INTERACTIVITY]),
          _number(row[latency_column('P99', 'TTFT')]), _number(row[latency_column('P99', 'TPOT')]),
          _number(row['Target']), _bold_if(verdict(row, _higher_is_better(run)), row['Below Target']))
         for row in run['rows']]))
     lines.extend(['', '![throughput per GPU against interactivity](%s)' % THROUGHPUT_PNG, ''])
+    lines.extend(_fleet_section(run['fleet']))
     lines.extend(_problem_sections(run))
     for manifest in run['manifests']:
         lines.extend(_manifest_section(manifest))
     return '\n'.join(lines) + '\n'
+
+
+def _fleet_cell(value, median):
+    if value is None:
+        return '-'
+    if is_below_median(value, median):
+        return '**%s (%s below)**' % (_number(value), _percent(shortfall(value, median)))
+    return _number(value)
+
+
+def _fleet_section(fleet):
+    if not fleet:
+        return []
+    simulated = fleet['simulated_hosts']
+    lines = ['## Fleet: %s per node%s' % (fleet['metric'], ' (SIMULATED)' if simulated else ''), '',
+             'Each node swept through its own router, at each concurrency; the fleet median of the nodes with a valid '
+             'point there; in bold the nodes more than %s below it (exactly %s below is not flagged).' % (
+                 _percent(fleet['threshold'], 0), _percent(fleet['threshold'], 0))]
+    if simulated:
+        lines.append('SIMULATED figures (the GPU-free rehearsal simulator, not hardware results): %s.' % ', '.join(simulated))
+    lines.append('')
+    header = ['conc'] + [host + _simulated_mark(fleet, host) for host in fleet['hosts']] + [
+        'fleet median' + (' (SIMULATED)' if simulated else '')]
+    lines.extend(_markdown_table(header, [
+        [concurrency['node_conc']] + [_fleet_cell(concurrency['values'].get(host), concurrency['median'])
+                                      for host in fleet['hosts']] + [_number(concurrency['median'])]
+        for concurrency in fleet['concurrencies']]))
+    lines.append('')
+    if fleet['below']:
+        lines.extend(['Nodes more than %s below the fleet median:' % _percent(fleet['threshold'], 0), ''])
+        lines.extend('- **%s**%s' % (below_median_line(entry), _simulated_mark(fleet, entry['host'])) for entry in fleet['below'])
+    else:
+        lines.append('Every node is within %s of the fleet median.' % _percent(fleet['threshold'], 0))
+    if fleet['fleet_points']:
+        lines.extend(['', 'Fleet points (one router for the whole fleet; they do not tell the nodes apart):', ''])
+        lines.extend('- ' + _fleet_point_line(point) for point in fleet['fleet_points'])
+    return lines + ['']
 
 
 def _problem_sections(run):

@@ -8,7 +8,8 @@
 Everything is computed from the files alone (``<run_dir>/<host>/manifest.json`` and the
 ``mix_c<C>.jsonl`` lines sglang.bench_serving wrote), so a results folder copied anywhere can
 be rebuilt. The recorded verdicts come from _sweep_record, the numbers from _sweep_metrics,
-the text from _sweep_render and the picture from _sweep_plot.
+each point's GPU count from the workers that served it (_sweep_workers), the nodes against
+the fleet median from _sweep_fleet, the text from _sweep_render and the picture from _sweep_plot.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_fleet import fleet_comparison
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import (
     apply_targets,
     load_targets,
@@ -41,6 +43,12 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_render impor
     render_report,
     text_table,
 )
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers import (
+    is_fleet_point,
+    node_concurrency,
+    point_gpus,
+    recorded_workers,
+)
 
 
 def _point_context(manifest, point):
@@ -54,6 +62,8 @@ def _point_context(manifest, point):
         'OSL': optional_int(bench_args.get('random_output_len')),
         'Variant': point.get('variant', ''),
         'Concurrency': optional_int(point.get('conc')),
+        'Fleet': is_fleet_point(point),
+        'Node Concurrency': node_concurrency(point),
         'Num Prompts': optional_int(point.get('num_prompts')),
         'Status': recorded_status(point),
         'File': recorded_file(point),
@@ -68,20 +78,28 @@ def _variant_sizes(manifest, variant):
 
 
 def _invalid_entry(context, reason):
-    return {'host': context['Host'], 'conc': context['Concurrency'], 'variant': context['Variant'],
-            'status': context['Status'], 'file': context['File'], 'reason': reason}
+    return {'host': context['Host'], 'conc': context['Concurrency'], 'node_conc': context['Node Concurrency'],
+            'variant': context['Variant'], 'status': context['Status'], 'file': context['File'], 'reason': reason}
 
 
 def _evaluate_point(host_dir, manifest, point):
-    """``(row, None)`` for a usable point, ``(None, invalid entry)`` otherwise."""
+    """``(row, None)`` for a usable point, ``(None, invalid entry)`` otherwise.
+
+    Per-GPU figures divide by the GPUs of the workers that served the point (point_gpus).
+    """
     context = _point_context(manifest, point)
     try:
-        context.update(_variant_sizes(manifest, context['Variant']))
+        sizes = _variant_sizes(manifest, context['Variant'])
     except SweepResultsError as error:
         return None, _invalid_entry(context, str(error))
-    checked, problem = recorded_problem(host_dir, point)
+    workers = recorded_workers(point)
+    context.update(sizes, Workers=len(workers) if workers else None)
+    context['GPUs'] = point_gpus(sizes, context['Workers'])
+    checked, problem = recorded_problem(host_dir, point, sizes)
     if checked['valid'] and context['Concurrency'] is None:
         context['Concurrency'] = optional_int(checked['record'].get('max_concurrency'))
+    if context['Node Concurrency'] is None:
+        context['Node Concurrency'] = context['Concurrency']
     if problem:
         return None, _invalid_entry(context, problem)
     return normalise(checked['record'], context), None
@@ -120,6 +138,7 @@ def collect(run_dir, targets_file=None):
         'invalid': invalid,
         'below': target_misses(rows, invalid, targets),
         'untargeted': untested_targets(manifests, targets),
+        'fleet': fleet_comparison(rows),
     }
 
 
@@ -149,6 +168,7 @@ def rebuild(run_dir, targets_file=None, check_mode=False):
         'invalid': run['invalid'],
         'below': run['below'],
         'untargeted': run['untargeted'],
+        'fleet': run['fleet'],
         'table': text_table(run),
         'changed_files': changed,
         'changed': bool(changed),

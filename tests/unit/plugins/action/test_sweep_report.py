@@ -13,7 +13,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible_collections.infera.serving.plugins.action import sweep_report as action_plugin
 from ansible_collections.infera.serving.plugins.modules import sweep_report as report_module
 
-from ..plugin_utils.sweep_runs import point, standard_run, write_manifest
+from ..plugin_utils.sweep_runs import bench_record, point, standard_run, write_lines, write_manifest
 
 TARGETS = 'metric: Output Throughput/GPU\ntargets: {32: 200, 64: 655.36, 256: 400}\n'
 
@@ -136,3 +136,26 @@ def test_the_module_documents_every_returned_key(playbook_dir):
     result = run(playbook_dir)
     assert set(action_plugin._RETURNED) == returned
     assert returned <= set(result)
+
+
+def test_a_node_well_below_its_fleet_warns_without_failing(tmp_path):
+    run_dir = tmp_path / 'results' / 'r1'
+    for host, duration in (('node1', 100.0), ('node2', 100.0), ('node3', 125.0)):
+        host_dir = write_manifest(run_dir, host, [point(32)])
+        write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=duration))
+    result = run(tmp_path)
+    assert not result.get('failed')
+    assert result['warnings'] == [
+        '1 node point(s) more than 10 % below the fleet median (SIMULATED): node3 c32: 2949.1 tok/s/GPU, 20.0 % below '
+        'the fleet median 3686.4. See ' + str(run_dir / 'report.md')]
+    assert [entry['host'] for entry in result['fleet']['below']] == ['node3']
+
+
+def test_a_fleet_within_ten_percent_does_not_warn(tmp_path):
+    run_dir = tmp_path / 'results' / 'r1'
+    for host, duration in (('node1', 100.0), ('node2', 110.0)):
+        host_dir = write_manifest(run_dir, host, [point(32)], simulated=False)
+        write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=duration))
+    result = run(tmp_path)
+    assert 'warnings' not in result
+    assert result['fleet']['below'] == []

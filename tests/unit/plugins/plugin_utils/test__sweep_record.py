@@ -285,8 +285,8 @@ def test_resume_keeps_valid_results_with_the_workers_recorded_when_they_ran(host
     write_lines(host_dir / 'mix_c256.jsonl', bench_record(256))
     earlier_manifest(host_dir, [dict(planned(32), workers=serving(3), status='ok', reason='')])
     # c256 has no entry in the manifest (an older sweep's file): valid by its file, no workers to keep.
-    assert sweep_record.kept_results(str(host_dir), PHASES, 10) == {32: {'workers': serving(3)}, 64: None,
-                                                                     256: {'workers': None}}
+    assert sweep_record.kept_results(str(host_dir), PHASES, 10) == {
+        32: {'workers': serving(3)}, 64: None, 256: {'workers': None}}
 
 
 def test_resume_of_a_fleet_point_needs_as_many_workers_as_the_plan(host_dir):

@@ -179,3 +179,95 @@ def test_a_hardware_run_is_not_called_simulated(run_dir):
     assert 'SIMULATED' not in summary['table']
     assert summary['table'].splitlines()[0].split() == ['host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU', 'out/GPU', 'in/GPU',
                                                         'tok/s/user', 'TTFT', 'p99', 'ms', 'TPOT', 'p99', 'ms', 'target']
+
+
+# ---------------------------------------------------------------- fleets
+
+def serving(count):
+    return [{'worker_id': '10.0.0.%d:30000' % index, 'url': 'http://10.0.0.%d:30000' % index, 'dp_size': None}
+            for index in range(1, count + 1)]
+
+
+def fleet_run(run_dir, simulated=('node1', 'node2', 'node3')):
+    """Node sweeps of three nodes (node2 a third slower at c64) and a fleet point through node1's router."""
+    durations = {'node1': {32: 100.0, 64: 100.0}, 'node2': {32: 100.0, 64: 150.0}, 'node3': {32: 105.0, 64: 100.0}}
+    for host, points in durations.items():
+        entries = [point(conc, workers=serving(1)) for conc in points]
+        if host == 'node1':
+            entries.append(point(96, node_conc=32, fleet=True, workers=serving(3)))
+        host_dir = write_manifest(run_dir, host, entries, simulated=host in simulated)
+        for conc, duration in points.items():
+            write_lines(host_dir / ('mix_c%d.jsonl' % conc), bench_record(conc, duration=duration))
+    write_lines(run_dir / 'node1' / 'mix_c96.jsonl', bench_record(96, duration=110.0))
+    return sweep_report.collect(str(run_dir))
+
+
+def test_the_report_compares_each_node_with_the_fleet_median_and_labels_simulated_figures(run_dir):
+    report = sweep_render.render_report(fleet_run(run_dir, simulated=('node1', 'node2'))).splitlines()
+    start = report.index('## Fleet: Throughput/GPU (tok/s) per node (SIMULATED)')
+    assert report[start + 2:start + 18] == [
+        'Each node swept through its own router, at each concurrency; the fleet median of the nodes with a valid point '
+        'there; in bold the nodes more than 10 % below it (exactly 10 % below is not flagged).',
+        'SIMULATED figures (the GPU-free rehearsal simulator, not hardware results): node1, node2.',
+        '',
+        '| conc | node1 (SIMULATED) | node2 (SIMULATED) | node3 | fleet median (SIMULATED) |',
+        '|---|---|---|---|---|',
+        '| 32 | 3686.4 | 3686.4 | 3510.9 | 3686.4 |',
+        '| 64 | 7372.8 | **4915.2 (33.3 % below)** | 7372.8 | 7372.8 |',
+        '',
+        'Nodes more than 10 % below the fleet median:',
+        '',
+        '- **node2 c64: 4915.2 tok/s/GPU, 33.3 % below the fleet median 7372.8** (SIMULATED)',
+        '',
+        'Fleet points (one router for the whole fleet; they do not tell the nodes apart):',
+        '',
+        '- node1 c96 nodp (fleet: 3 workers x c32): 3351.3 tok/s/GPU (SIMULATED)',
+        '',
+    ]
+    assert '| node1 (fleet: 3 workers) | 96 | nodp | 8/1/1 | 3351.3 | 372.4 | 2978.9 | 52.6 | 1350.0 | 30.0 | - | - |' in report
+    assert report[4].startswith('7 valid point(s), 0 invalid, 0 missing the target. Per-GPU numbers divide by the GPUs of '
+                                'the workers that served the point (serving workers x TP x PP)')
+
+
+def test_the_play_output_ends_with_the_fleet_lines(run_dir):
+    table = sweep_render.text_table(fleet_run(run_dir)).splitlines()
+    assert table[0].startswith('SIMULATED run 20261129T100000Z')
+    assert 'node1 (fleet: 3 workers)    96  nodp' in table[4]
+    assert table[-5:] == [
+        'fleet: Throughput/GPU (tok/s) per node, median per concurrency; BELOW MEDIAN: more than 10 % under it '
+        '(SIMULATED: node1, node2, node3)',
+        '  c32: median 3686.4 (node1 3686.4, node2 3686.4, node3 3510.9)',
+        '  c64: median 7372.8 (node1 7372.8, node2 4915.2, node3 7372.8)',
+        '  BELOW MEDIAN node2 c64: 4915.2 tok/s/GPU, 33.3 % below the fleet median 7372.8 (SIMULATED)',
+        '  fleet point node1 c96 nodp (fleet: 3 workers x c32): 3351.3 tok/s/GPU (SIMULATED)',
+    ]
+
+
+def test_a_hardware_fleet_within_ten_percent_says_so_without_simulated(run_dir):
+    for host, duration in (('node1', 100.0), ('node2', 109.0)):
+        host_dir = write_manifest(run_dir, host, [point(32)], simulated=False)
+        write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=duration))
+    run = sweep_report.collect(str(run_dir))
+    report = sweep_render.render_report(run)
+    assert 'SIMULATED' not in report + sweep_render.text_table(run)
+    assert '## Fleet: Throughput/GPU (tok/s) per node\n' in report
+    assert '\nEvery node is within 10 % of the fleet median.\n' in report
+    assert sweep_render.text_table(run).splitlines()[-1] == '  every node within 10 % of the fleet median'
+    # No point records its workers (an older manifest): the report says the old divisor.
+    assert 'Per-GPU numbers divide by the GPUs of the point (TP x PP)' in report
+
+
+def test_a_point_served_by_several_workers_says_so_in_the_host_cell(run_dir):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32, workers=serving(3))])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    [row] = sweep_report.collect(str(run_dir))['rows']
+    assert sweep_render.host_label(row) == 'infera-node-1 (3 workers)'
+    assert sweep_render.host_label(dict(row, Workers=1)) == 'infera-node-1'
+
+
+def test_the_csv_carries_the_workers_fleet_and_node_concurrency(run_dir):
+    fleet_run(run_dir)
+    rows = sweep_render.load_csv(sweep_report.rebuild(str(run_dir))['csv_path'])
+    assert [(row['Host'], row['Concurrency'], row['Node Concurrency'], row['Fleet'], row['Workers'], row['GPUs'])
+            for row in rows if row['Host'] == 'node1'] == [
+        ('node1', 32, 32, False, 1, 8), ('node1', 64, 64, False, 1, 8), ('node1', 96, 32, True, 3, 24)]

@@ -143,3 +143,100 @@ def test_rebuild_writes_once_then_reports_no_change_and_check_mode_writes_nothin
     assert sweep_report.rebuild(str(run_dir), check_mode=True)['changed'] is False
     write_lines(run_dir / 'infera-node-1' / 'mix_c32.jsonl', bench_record(32, duration=100.0))
     assert sweep_report.rebuild(str(run_dir))['changed_files'] == ['results.csv', 'report.md', 'throughput.png']
+
+
+# ---------------------------------------------------------------- the workers that served each point
+
+def serving(count, dp_size=None):
+    return [{'worker_id': '10.0.0.%d:30000' % index, 'url': 'http://10.0.0.%d:30000' % index, 'dp_size': dp_size}
+            for index in range(1, count + 1)]
+
+
+def only_row(run_dir):
+    [row] = sweep_report.collect(str(run_dir))['rows']
+    return row
+
+
+def test_per_gpu_figures_divide_by_the_gpus_of_three_serving_workers(run_dir):
+    # One node's router round-robins across the serving fleet's three workers: 24 GPUs made these tokens.
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32, workers=serving(3))])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=100.0))
+    row = only_row(run_dir)
+    assert (row['GPUs'], row['Workers'], row['TP'], row['Fleet'], row['Node Concurrency']) == (24, 3, 8, False, 32)
+    assert row['Throughput/GPU (tok/s)'] == pytest.approx(320 * 9216 / 100.0 / 24)
+    assert row['Output Throughput/GPU (tok/s)'] == pytest.approx(320 * 1024 / 100.0 / 24)
+
+
+def test_a_dp_worker_is_one_worker_of_eight_gpus(run_dir):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(256, 'dp', workers=serving(1, dp_size=8))])
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256, duration=100.0))
+    row = only_row(run_dir)
+    assert (row['GPUs'], row['Workers'], row['DP']) == (8, 1, 8)
+    assert row['Throughput/GPU (tok/s)'] == pytest.approx(2560 * 9216 / 100.0 / 8)
+
+
+def test_an_older_manifest_without_workers_keeps_the_variants_gpus(run_dir):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32)])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=100.0))
+    row = only_row(run_dir)
+    assert (row['GPUs'], row['Workers'], row['Fleet'], row['Node Concurrency'], row['Status']) == (8, None, False, 32, 'ok')
+    assert row['Throughput/GPU (tok/s)'] == pytest.approx(320 * 9216 / 100.0 / 8)
+
+
+def fleet_point(node_conc=32, workers=3, **extra):
+    return point(node_conc * 3, node_conc=node_conc, fleet=True, workers=serving(workers), **extra)
+
+
+def test_a_fleet_point_is_per_gpu_of_the_fleet_and_held_to_its_node_concurrencys_target(run_dir, tmp_path):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [fleet_point()])
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96, duration=100.0))
+    run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 99999, 96: 1}\n'))
+    [row] = run['rows']
+    assert (row['Concurrency'], row['Node Concurrency'], row['Fleet'], row['Workers'], row['GPUs']) == (96, 32, True, 3, 24)
+    assert row['Output Throughput/GPU (tok/s)'] == pytest.approx(960 * 1024 / 100.0 / 24)
+    assert (row['Target'], row['Below Target']) == (99999.0, True)
+    assert run['untargeted'] == [96]
+
+
+def test_a_fleet_point_missing_a_worker_is_invalid_and_misses_its_target(run_dir, tmp_path):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [fleet_point(workers=2)])
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 100}\n'))
+    assert run['rows'] == []
+    [entry] = run['invalid']
+    assert (entry['conc'], entry['node_conc']) == (96, 32)
+    assert entry['reason'] == ('the router listed 2 serving worker(s) (10.0.0.1:30000, 10.0.0.2:30000); '
+                               'the fleet point c96 planned 3 (3 x c32)')
+    assert [(miss['conc'], miss['target']) for miss in run['below']] == [(96, 100.0)]
+
+
+def test_a_point_the_sweep_marked_invalid_for_its_workers_says_it_once(run_dir):
+    reason = 'worker(s) 10.0.0.1:30000 run dp_size 1, the dp variant DP 8 (a fleet with mixed variants)'
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(256, 'dp', status='invalid', reason=reason,
+                                                               workers=serving(1))])
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256))
+    [entry] = sweep_report.collect(str(run_dir))['invalid']
+    assert entry['reason'] == 'marked invalid by the sweep; ' + reason
+
+
+def node_sweeps(run_dir, values, simulated=True):
+    """Per-node sweeps of one run: {host: {conc: duration}}; every point 320 prompts of 9216 tokens per 10 concurrency."""
+    for host, durations in values.items():
+        host_dir = write_manifest(run_dir, host, [point(conc, workers=serving(1)) for conc in durations], simulated=simulated)
+        for conc, duration in durations.items():
+            write_lines(host_dir / ('mix_c%d.jsonl' % conc), bench_record(conc, duration=duration))
+
+
+def test_several_nodes_get_a_fleet_comparison_with_the_slow_node_flagged(run_dir):
+    node_sweeps(run_dir, {'node1': {32: 100.0, 64: 100.0}, 'node2': {32: 100.0, 64: 150.0}, 'node3': {32: 105.0, 64: 100.0}})
+    summary = sweep_report.rebuild(str(run_dir))
+    fleet = summary['fleet']
+    assert fleet['hosts'] == ['node1', 'node2', 'node3']
+    assert [(entry['host'], entry['node_conc']) for entry in fleet['below']] == [('node2', 64)]
+    assert fleet['below'][0]['shortfall'] == pytest.approx(1 / 3)
+    assert fleet['simulated_hosts'] == ['node1', 'node2', 'node3']
+
+
+def test_one_node_has_no_fleet_comparison(run_dir):
+    standard_run(run_dir)
+    assert sweep_report.rebuild(str(run_dir))['fleet'] is None

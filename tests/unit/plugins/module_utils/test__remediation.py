@@ -53,6 +53,10 @@ def test_seconds_as_a_person_reads_them(value, whole_from, text):
     assert seconds(value, whole_from) == text
 
 
+def test_seconds_drop_the_fraction_from_10_by_default():
+    assert (seconds(9.5), seconds(10.5)) == ('9.5', '10')
+
+
 def test_a_dead_worker_shows_the_engine_log_tail_before_the_bench_log():
     message = engine_died(bench_options(engine_log='/logs/engine-7.log'), ['Traceback (most recent call last):',
                                                                            'torch.OutOfMemoryError: HIP out of memory'])

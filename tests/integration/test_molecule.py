@@ -3,8 +3,10 @@
 Each scenario creates its own node through tests/rehearsal/platform node-up, converges
 deploy_mixed.yml, checks idempotence, verifies the engine's real argv/env on the node
 against the recipe, and destroys the node. Their nodes are in the `molecule` group, whose
-isolated topology gives each its own etcd prefix, so the four run at the same time: one
-scenario's router never sees another's worker.
+isolated topology gives each its own etcd prefix, so they run at the same time: one
+scenario's router never sees another's worker. The `fleet` scenario's three nodes serve
+together on a prefix of their own (group `molecule_fleet`): preflight, first deploy,
+idempotence, a rolling switch, verify.
 """
 
 import os
@@ -15,7 +17,7 @@ import pytest
 
 from rehearsal import REPO, platform_up
 
-SCENARIOS = ["default", "dp", "switch", "sweep"]
+SCENARIOS = ["default", "dp", "switch", "sweep", "fleet"]
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,13 @@ other tests leave on the platform's etcd are not part of it.
 
 import json
 import re
+import subprocess
+import threading
 import time
 
 import pytest
 
-from rehearsal import Node, platform_up, run_playbook
+from rehearsal import REPO, Node, platform_up, router_workers, run_playbook
 
 NODES = ["infera-node-1", "infera-node-2", "infera-node-3"]
 # Load: short requests, back to back, one client run after another until the rollout ends.
@@ -122,3 +124,61 @@ def test_a_failing_node_stops_the_rollout_and_a_rerun_finishes_it(fleet):
     again = deploy(prefix, 64)
     assert re.search(r"variant per node: (infera-node-\d nodp(, )?){3}", again), again[-3000:]
     assert "fleet: 3/3 nodes ready" in again, again[-3000:]
+
+
+def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_budget(fleet):
+    """From nodp (the test above ends there) to dp with a budget of one node in three. Node 2 is killed
+    (SIGKILL: no drain, no lease revoke) as soon as node 1's new engine starts. Node 1 finishes with node 2's
+    router left out of its checks, node 2 is reported lost at its turn, node 3 still switches, the run fails
+    naming node 2, and the routers drop node 2's worker once its etcd lease expires."""
+    nodes, prefix = fleet[1:]
+    deploy(prefix, 64)  # all nodp: after the test above nothing restarts; alone, a first deploy
+    launches_before = int(engine_launches(nodes[0]))
+    killed = threading.Event()
+
+    def kill_node_2_when_node_1_restarts():
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            if int(engine_launches(nodes[0]) or 0) > launches_before:
+                subprocess.run(["docker", "kill", "infera-node-2"], check=True, capture_output=True)
+                killed.set()
+                return
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=kill_node_2_when_node_1_restarts, daemon=True)
+    watcher.start()
+    try:
+        rc, out = run_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": 256, "infera_fleet_etcd_prefix": prefix,
+                                                                     "infera_max_fail_percentage": 34}),
+                               limit=",".join(NODES), timeout=1200)
+        watcher.join(timeout=5)
+        text = " ".join(out.split())
+        (REPO / ".build" / "test-fleet-node-lost.log").write_text(out)
+        assert killed.is_set(), "node 1 never restarted: " + text[-3000:]
+        assert rc != 0, text[-3000:]
+        # Node 1 went on without node 2's router; node 2 is reported at its turn, within the budget.
+        assert "infera-node-1: stage verify: the router of infera-node-2 does not answer" in text, text[-4000:]
+        lost = text[text.find("infera-node-2: stage rolling change"):][:3000]
+        assert lost.startswith("infera-node-2: stage rolling change: Deploy mixed | Fail when the node was lost failed; "
+                               "the rollout goes on (1 of 3 node(s) failed, failure budget 34 % = 1.02). "
+                               "the node does not answer ("), lost or text[-4000:]
+        assert "The fleet now: infera-node-1 dp (restarted in this run); infera-node-2 FAILED here, was serving nodp; " \
+               "infera-node-3 nodp (not reached)" in text, text[-4000:]
+        # The rest finished: node 3 switched after node 2 was lost; the run fails naming node 2.
+        assert "fleet: 2/3 nodes ready (serving topology) [SIMULATED engine]" in text, text[-3000:]
+        assert "variant per node: infera-node-1 dp, infera-node-2 FAILED, infera-node-3 dp" in text, text[-3000:]
+        assert "1 node(s) failed their change within the failure budget (infera-node-2)" in text, text[-3000:]
+        # The routers that remain drop node 2's worker when its lease (30 s) expires.
+        survivors = [nodes[0], nodes[2]]
+        deadline = time.monotonic() + 60
+        listed = {}
+        while time.monotonic() < deadline:
+            listed = {node.name: router_workers(node, "sgl_mix", "127.0.0.1") for node in survivors}
+            if all(len(workers) == 2 for workers in listed.values()):
+                break
+            time.sleep(1)
+        assert all(len(workers) == 2 for workers in listed.values()), listed
+        assert not any(worker.startswith(nodes[1].address + ":") for workers in listed.values() for worker in workers), listed
+    finally:
+        watcher.join(timeout=1)
+        platform_up(len(NODES))  # a fresh node 2 for the tests after this one

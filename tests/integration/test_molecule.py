@@ -17,7 +17,7 @@ import pytest
 
 from rehearsal import REPO, platform_up
 
-SCENARIOS = ["default", "dp", "switch", "sweep", "fleet"]
+SCENARIOS = ["default", "dp", "sweep", "fleet"]
 
 
 @pytest.fixture(scope="module")

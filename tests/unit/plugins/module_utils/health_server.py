@@ -1,38 +1,31 @@
-"""A tiny HTTP server on 127.0.0.1 standing in for the engine's /health and the Infera router's
-/v1/workers (in the shape infera.server answers it), shared by the unit tests."""
+"""Tiny local HTTP servers for the unit tests: one threaded base (LocalServer), and HealthServer standing
+in for the engine's /health and the Infera router's /v1/workers (in the shape infera.server answers it)."""
 
 import http.server
 import json
+import socketserver
 import threading
 
 
-class HealthServer:
-    """Serves /health with `status` and /v1/workers listing `workers` (both changeable while running).
+class LocalServer:
+    """A threaded HTTP server answering each GET with `self.answer(path)` -> (status, body bytes).
 
-    With `statuses`, /health answers those in turn first, one per request, then `status`.
+    On 127.0.0.1 at a free port (`address`, host:port) or, given `unix_socket`, on that socket (a fake
+    Docker engine). Every requested path is kept in `paths`. Use it as a context manager.
     """
 
-    def __init__(self, status=200, workers=(), statuses=()):
-        self.status = status
-        self.statuses = list(statuses)
-        self.workers = list(workers)
-        self.hits = 0
+    content_type = 'application/json'
+
+    def __init__(self, unix_socket=None):
+        self.paths = []
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 (http.server's name)
-                owner.hits += 1
-                body = b''
-                if self.path == '/health':
-                    code = owner.statuses.pop(0) if owner.statuses else owner.status
-                elif self.path == '/v1/workers':
-                    code = 200
-                    body = json.dumps({'workers': [
-                        {'worker_id': worker_id, 'url': 'http://' + worker_id, 'engine': 'sglang'}
-                        for worker_id in owner.workers]}).encode()
-                else:
-                    code = 404
-                self.send_response(code)
+                owner.paths.append(self.path)
+                status, body = owner.answer(self.path)
+                self.send_response(status)
+                self.send_header('Content-Type', owner.content_type)
                 self.send_header('Content-Length', str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -40,11 +33,17 @@ class HealthServer:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.url = 'http://127.0.0.1:%d/health' % self.server.server_address[1]
-        self.workers_url = 'http://127.0.0.1:%d/v1/workers' % self.server.server_address[1]
-        # Polled for shutdown every 0.05 s instead of 0.5 s: each test that serves health ends that much sooner.
+        if unix_socket:
+            self.server = socketserver.ThreadingUnixStreamServer(unix_socket, Handler)
+            self.address = unix_socket
+        else:
+            self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+            self.address = '127.0.0.1:%d' % self.server.server_address[1]
+        # Polled for shutdown every 0.05 s instead of 0.5 s: each test with a server ends that much sooner.
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
+
+    def answer(self, path):
+        raise NotImplementedError
 
     def __enter__(self):
         self.thread.start()
@@ -53,3 +52,31 @@ class HealthServer:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+class HealthServer(LocalServer):
+    """Serves /health with `status` and /v1/workers listing `workers` (both changeable while running).
+
+    With `statuses`, /health answers those in turn first, one per request, then `status`.
+    """
+
+    def __init__(self, status=200, workers=(), statuses=()):
+        super().__init__()
+        self.status = status
+        self.statuses = list(statuses)
+        self.workers = list(workers)
+        self.url = 'http://%s/health' % self.address
+        self.workers_url = 'http://%s/v1/workers' % self.address
+
+    @property
+    def hits(self):
+        return len(self.paths)
+
+    def answer(self, path):
+        if path == '/health':
+            return (self.statuses.pop(0) if self.statuses else self.status), b''
+        if path == '/v1/workers':
+            return 200, json.dumps({'workers': [
+                {'worker_id': worker_id, 'url': 'http://' + worker_id, 'engine': 'sglang'}
+                for worker_id in self.workers]}).encode()
+        return 404, b''

@@ -5,15 +5,12 @@ tools' JSON formats, and a Hugging Face cache layout with symlinks into blobs/."
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import shutil
 import socket
-import socketserver
 import subprocess
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +25,8 @@ from ansible_collections.infera.serving.plugins.module_utils._preflight import (
     registry_host,
     run_preflight,
 )
+
+from .health_server import LocalServer
 
 DATA = Path(__file__).parent / 'data' / 'preflight'
 REPO = Path(__file__).resolve().parents[4]
@@ -57,34 +56,17 @@ PROC_NET_TCP6 = (
 
 # ---------------------------------------------------------------- fakes
 
-class DockerEngine:
+class DockerEngine(LocalServer):
     """A Docker engine API on a unix socket: /_ping, /info, /containers/<name>/json, /images/<ref>/json."""
 
     def __init__(self, ping=(200, b'OK')):
+        self.directory = tempfile.mkdtemp(prefix='dock', dir='/tmp')  # a unix socket path has a 108-byte limit
+        self.socket = os.path.join(self.directory, 'docker.sock')
+        super().__init__(unix_socket=self.socket)
         self.ping = ping
         self.containers = {}
         self.images = {}
         self.root_dir = None
-        self.requests = []
-        self.directory = tempfile.mkdtemp(prefix='dock', dir='/tmp')  # a unix socket path has a 108-byte limit
-        self.socket = os.path.join(self.directory, 'docker.sock')
-        engine = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                engine.requests.append(self.path)
-                status, body = engine.answer(self.path)
-                self.send_response(status)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = socketserver.ThreadingUnixStreamServer(self.socket, Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
 
     def answer(self, path):
         if path == '/_ping':
@@ -99,48 +81,21 @@ class DockerEngine:
                 return 404, json.dumps({'message': 'No such object: %s' % name}).encode()
         return 404, b'{"message": "page not found"}'
 
-    def __enter__(self):
-        self.thread.start()
-        return self
-
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__exit__(*exc)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-class HttpServer:
+class HttpServer(LocalServer):
     """A local HTTP server answering every GET with one status and JSON body (changeable while running)."""
 
     def __init__(self, status=200, body=None):
+        super().__init__()
         self.status = status
         self.body = body if body is not None else {}
-        self.paths = []
-        owner = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                owner.paths.append(self.path)
-                payload = json.dumps(owner.body).encode()
-                self.send_response(owner.status)
-                self.send_header('Content-Length', str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.address = '127.0.0.1:%d' % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, path):
+        return self.status, json.dumps(self.body).encode()
 
 
 class FakeNode:
@@ -640,7 +595,7 @@ def test_ports_held_inside_our_container_pass(node, docker):
     result = run_preflight(node.params(docker, ports=[8000, 30000]))
     assert failures(result, 'ports') == []
     assert [entry['ours'] for entry in result['details']['ports']] == [True, True]
-    assert '/containers/sgl_mix/json' in docker.requests
+    assert '/containers/sgl_mix/json' in docker.paths
 
 
 def test_a_container_sharing_the_node_pid_namespace_makes_nothing_ours(node, docker, monkeypatch):
@@ -700,7 +655,7 @@ def test_an_absent_image_whose_registry_answers_passes(node, docker):
         image = '%s/infera-rehearsal-engine:abc' % registry.address
         result = run_preflight(node.params(docker, image=image))
     assert failures(result, 'image') == []
-    assert '/images/%s/json' % image in docker.requests
+    assert '/images/%s/json' % image in docker.paths
     assert result['details']['image'] == {'image': image, 'present': False, 'registry': registry.address,
                                           'registry_answer': 'HTTP 200 over http'}
     assert registry.paths[-1] == '/v2/'

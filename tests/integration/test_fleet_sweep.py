@@ -3,8 +3,9 @@
 Isolated topology: every node is swept through its own router, all at once; node 3 runs without
 the fused-compress lever (about half as fast in the simulator), so the report flags it more than
 10 % below the fleet median. Serving topology: every router round-robins across the fleet, so the
-fleet is swept once through node 1's router, each concurrency times the 3 workers, and each point
-records the 3 workers that served it. Tiny lengths, two concurrencies; every number is SIMULATED.
+fleet is swept once through one router, each concurrency times the 3 workers, and each point
+records the 3 workers that served it; here only node 2 runs a router (the inventory group
+infera_routers), so the other nodes' workers register through it and the sweep goes through it. Tiny lengths, two concurrencies; every number is SIMULATED.
 """
 
 import csv
@@ -14,7 +15,7 @@ import time
 
 import pytest
 
-from rehearsal import Node, platform_up, run_playbook
+from rehearsal import REPO, Node, platform_up, run_playbook
 
 NODES = ["infera-node-1", "infera-node-2", "infera-node-3"]
 SETTINGS = {"concurrencies": [2, 4], "sweep_random_input_len": 64, "sweep_random_output_len": 64,
@@ -36,11 +37,11 @@ def fleet():
         node.remove_worker_container()
 
 
-def sweep(results, topology, **extra):
+def sweep(results, topology, inventory=(), **extra):
     run_id = f"fleet-{topology}-{time.time_ns()}"
     settings = {**SETTINGS, "run_id": run_id, "sweep_results_dir": str(results), "infera_topology": topology,
                 "infera_fleet_etcd_prefix": f"/infera/test-fleet-sweep-{time.time_ns()}/", **extra}
-    rc, out = run_playbook("sweep.yml", "-e", json.dumps(settings), limit=",".join(NODES), timeout=1800)
+    rc, out = run_playbook("sweep.yml", *inventory, "-e", json.dumps(settings), limit=",".join(NODES), timeout=1800)
     assert rc == 0, out[-5000:]
     return results / run_id, " ".join(out.split())
 
@@ -68,15 +69,24 @@ def test_isolated_nodes_are_swept_at_once_and_the_slow_node_is_flagged(fleet, tm
     assert sorted(set(flagged)) == [("infera-node-3", "2"), ("infera-node-3", "4")], out[-4000:]
 
 
-def test_a_serving_fleet_is_swept_once_through_the_first_router(fleet, tmp_path):
-    run_dir, out = sweep(tmp_path / "results", "serving")
+def test_a_serving_fleet_with_one_router_is_swept_once_through_it(fleet, tmp_path):
+    """Routers only on the inventory group infera_routers (node 2 here): nodes 1 and 3 run none, their
+    workers are checked through node 2's router, and the fleet is swept once through it."""
+    routers = tmp_path / "routers.ini"
+    routers.write_text("[infera_routers]\ninfera-node-2\n")
+    inventory = ["-i", str(REPO / "inventories" / "rehearsal"), "-i", str(routers)]
+    run_dir, out = sweep(tmp_path / "results", "serving", inventory=inventory)
     # One folder: the node whose router the fleet sweep went through.
-    assert sorted(path.name for path in run_dir.iterdir() if path.is_dir()) == ["infera-node-1"]
-    assert manifest_points(run_dir, "infera-node-1") == [(6, 2, True, "ok", 3), (12, 4, True, "ok", 3)]
-    assert "infera-node-1: point 1/2 c6 nodp (fleet: 3 workers x c2), 60 prompts on 24 GPUs" in out, out[-4000:]
+    assert sorted(path.name for path in run_dir.iterdir() if path.is_dir()) == ["infera-node-2"]
+    assert manifest_points(run_dir, "infera-node-2") == [(6, 2, True, "ok", 3), (12, 4, True, "ok", 3)]
+    assert "infera-node-2: point 1/2 c6 nodp (fleet: 3 workers x c2), 60 prompts on 24 GPUs" in out, out[-4000:]
     rows = csv_rows(run_dir)
     assert [(row["Concurrency"], row["Node Concurrency"], row["Fleet"], row["Workers"], row["GPUs"]) for row in rows] == [
         ("6", "2", "true", "3", "24"), ("12", "4", "true", "3", "24")]
-    # The bench went through node 1 only: the other nodes ran no client in this run.
-    for node in fleet[1:]:
-        assert node.in_container("sgl_mix", f"test -e /var/lib/infera/sgl_mix/results/{run_dir.name}", check=False).returncode
+    # Only node 2 runs a router; the bench went through it only.
+    for node in fleet:
+        router = node.in_container("sgl_mix", "pgrep -f '^python -m infera[.]server'", check=False).returncode == 0
+        assert router == (node.name == "infera-node-2"), node.name
+        ran_client = node.in_container("sgl_mix", f"test -e /var/lib/infera/sgl_mix/results/{run_dir.name}",
+                                       check=False).returncode == 0
+        assert ran_client == (node.name == "infera-node-2"), node.name

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
 import pytest
 
+from ansible_collections.infera.serving.plugins.module_utils import _node_files
 from ansible_collections.infera.serving.plugins.module_utils._node_files import (
     count_lines,
     dir_signature,
@@ -21,6 +23,7 @@ from ansible_collections.infera.serving.plugins.module_utils._node_files import 
     wait_for_exit_code,
 )
 
+CHUNK = _node_files._READ_CHUNK
 RESULT_LINE = '{"backend": "sglang-oai", "max_concurrency": 64, "output_throughput": 5120.3}'
 PROGRESS_BAR = '%3d%%|#####     | %d/640 [00:10<00:10, 30.0it/s]'
 
@@ -42,6 +45,20 @@ def test_read_exit_code(tmp_path, text, expected):
 
 def test_read_exit_code_of_a_missing_file(tmp_path):
     assert read_exit_code(str(tmp_path / 'missing.exit')) is None
+
+
+def test_an_exit_file_of_bytes_that_are_not_text_holds_no_code(tmp_path):
+    path = tmp_path / 'engine.exit'
+    path.write_bytes(b'\xff\xfe1\x00\n')
+    assert read_exit_code(str(path)) is None
+
+
+def test_wait_for_exit_code_returns_a_code_already_written_at_once(tmp_path):
+    path = tmp_path / 'engine.exit'
+    path.write_text('137\n')
+    started = time.time()
+    assert wait_for_exit_code(str(path), grace=5) == 137
+    assert time.time() - started < 1
 
 
 def test_wait_for_exit_code_waits_for_a_code_written_just_after_the_file(tmp_path):
@@ -106,6 +123,9 @@ CONTENTS = [
     'Capture cuda graph begin\n' + ''.join('\r' + PROGRESS_BAR % (k * 10, k * 64) for k in range(1, 5)),
     'Capture cuda graph begin\n' + ''.join('\r' + PROGRESS_BAR % (k * 10, k * 64) for k in range(1, 5)) + '\ndone\n',
     'a\n\rb\r\rc\n\n   \nd\r',
+    # A bar redrawn across two reads, below more than one line, replaces only itself.
+    'Load weight end\nCapture cuda graph begin\n' + ''.join('bs=64: %d/20\r' % k for k in range(1, 4))
+    + '\nCapture cuda graph end\n',
     ''.join('line %d\n' % number for number in range(45)),
 ]
 
@@ -173,6 +193,84 @@ def test_read_on_starts_at_the_offset(tmp_path):
     assert tail_lines(reading) == ['new launch']
 
 
+def test_blank_lines_are_not_in_the_tail(tmp_path):
+    path = tmp_path / 'engine.log'
+    path.write_text('Load weight begin\n\n   \n\t\nLoad weight end\n')
+    assert log_tail(str(path)) == ['Load weight begin', 'Load weight end']
+
+
+def test_a_log_of_exactly_256_kib_is_read_from_its_first_line(tmp_path):
+    # Only the last 256 KiB are read; a log of exactly that size is read whole, its first line included.
+    path = tmp_path / 'engine.log'
+    first, last = b'first line\n', b'last line\n'
+    path.write_bytes(first + b'x' * (256 * 1024 - len(first) - len(last) - 1) + b'\n' + last)
+    assert log_tail(str(path)) == ['first line', 'x' * 1000, 'last line']
+
+
+def test_bytes_that_are_not_utf_8_are_shown_replaced(tmp_path):
+    # A Latin-1 path in a complete line, and a poll that ends inside a character of tqdm's bar.
+    bar = ' 35%|\u2588\u2588\u2588\u258c      | 7/20'
+    cut = bar.encode().index('\u258c'.encode()) + 2
+    path = tmp_path / 'engine.log'
+    path.write_bytes(b'Loading weights from /models/caf\xe9\n\r' + bar.encode()[:cut])
+    reading = new_reading()
+    seen = []
+    read_on(str(path), reading, seen.append)
+    assert seen == ['Loading weights from /models/caf\ufffd', ' 35%|\u2588\u2588\u2588\ufffd']
+    assert tail_lines(reading) == ['Loading weights from /models/caf\ufffd', ' 35%|\u2588\u2588\u2588\ufffd']
+    path.write_bytes(b'Loading weights from /models/caf\xe9\n\r' + bar.encode())
+    read_on(str(path), reading)
+    assert tail_lines(reading) == ['Loading weights from /models/caf\ufffd', bar]
+
+
+@pytest.fixture
+def returns_within_5_s():
+    """Fail a test whose code under test loops instead of returning (it would otherwise hang the run)."""
+    def stop(_signum, _frame):
+        raise AssertionError('did not return within 5 s')
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(5)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_log_larger_than_a_chunk_is_read_whole_in_one_call(tmp_path, returns_within_5_s):
+    # The first chunk ends inside "line 2": that line is still read as one line.
+    path = tmp_path / 'engine.log'
+    path.write_bytes(b'A' * (CHUNK - 20) + b'\n' + b''.join(b'line %d\n' % number for number in range(10)))
+    reading = new_reading()
+    read_on(str(path), reading)
+    assert tail_lines(reading) == ['A' * 1000] + ['line %d' % number for number in range(10)]
+    assert reading['read_offset'] == path.stat().st_size
+
+
+def test_a_line_longer_than_a_chunk_is_taken_a_chunk_at_a_time(tmp_path, returns_within_5_s):
+    # Rather than wait forever for its end, the first chunk is taken as the line; the rest redraws it.
+    path = tmp_path / 'engine.log'
+    path.write_bytes(b'a' * CHUNK + b'b' * 100)
+    reading = new_reading()
+    seen = []
+    read_on(str(path), reading, seen.append)
+    assert seen == ['a' * CHUNK, 'b' * 100]
+    assert reading['read_offset'] == CHUNK
+    assert tail_lines(reading) == ['b' * 100]
+
+
+def test_a_read_that_ends_at_a_chunk_boundary_forgets_the_unfinished_line(tmp_path):
+    # The line unfinished at the last read is completed, and the new bytes end exactly at the end of a chunk.
+    path = tmp_path / 'engine.log'
+    path.write_bytes(b'Load wei')
+    reading = new_reading()
+    read_on(str(path), reading)
+    assert tail_lines(reading) == ['Load wei']
+    head, end = b'Load weight end\n', b'\ndone\n'
+    path.write_bytes(head + b'x' * (CHUNK - len(head) - len(end)) + end)
+    read_on(str(path), reading)
+    assert tail_lines(reading) == ['Load weight end', 'x' * 1000, 'done']
+
+
 # ---------------------------------------------------------------- results and caches
 
 @pytest.mark.parametrize('text, expected', [
@@ -185,6 +283,13 @@ def test_count_lines(tmp_path, text, expected):
     path = tmp_path / 'mix.jsonl'
     path.write_text(text)
     assert count_lines(str(path)) == expected
+
+
+def test_count_lines_counts_a_record_cut_inside_a_character(tmp_path):
+    # A client killed while it writes leaves a last line that may end inside a UTF-8 character.
+    path = tmp_path / 'mix.jsonl'
+    path.write_bytes((RESULT_LINE + '\n').encode() + '{"generated_text": "caf\u00e9'.encode()[:-1])
+    assert count_lines(str(path)) == 2
 
 
 def test_count_lines_of_a_missing_or_unset_file(tmp_path):

@@ -159,3 +159,129 @@ def test_what_to_do_after_a_failed_point_is_said_in_full(kind, detail, overrides
 
 def test_a_client_without_an_exit_code_is_named_in_the_headline():
     assert _remediation._headline(bench_options(), 'done', None) == 'the bench client of point c64 left no exit code'
+
+
+ROUTER = dict(workers_url='http://10.0.0.5:8080/v1/workers', worker_id='10.0.0.7:30000')
+
+
+def readiness_state(**overrides):
+    """What a readiness wait saw, 27:05 into a launch that has made no progress for 905 s (now is 1725)."""
+    state = {'started_at': 100.0, 'last_progress_at': 820.0, 'log_size_seen': 4096, 'stage': 'loading_weights',
+             'ready_line_seen': False, 'graph': {'done': 0, 'total': 0, 'bs': None}, 'fatal': None,
+             'health': {'status': None, 'error': None}, 'registration': {'listed': None, 'error': None}}
+    state.update(overrides)
+    return state
+
+
+OOM_LINE = 'torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB'
+PID_GONE = {'code': None, 'how': 'process 4242 from /run/engine.pid is gone'}
+
+
+@pytest.mark.parametrize('kind, state, exited, overrides, expected', [
+    ('failed', {'fatal': {'pattern': 'OutOfMemoryError', 'line': OOM_LINE, 'stage': 'capturing_cuda_graph'}}, None, {},
+     "log line matched 'OutOfMemoryError': " + OOM_LINE),
+    ('failed', {'fatal': {'pattern': 'OutOfMemoryError', 'line': OOM_LINE, 'stage': 'capturing_cuda_graph'}},
+     PID_GONE, {},
+     "log line matched 'OutOfMemoryError': " + OOM_LINE + '; then the engine exited (process 4242 from '
+     '/run/engine.pid is gone)'),
+    ('exited', {}, {'code': 137, 'how': 'exit file /run/engine.exit appeared (code 137)'}, {},
+     'the engine process exited: exit file /run/engine.exit appeared (code 137)'),
+    ('timed_out', {}, None, {'deadline': 1500.0}, 'not ready 27:05 after the start (deadline 1500 s)'),
+    ('stalled', {'log_size_seen': None}, None, {},
+     'the log /srv/sglang/logs/engine.log has not appeared for 905 s'),
+    ('stalled', {'stage': 'registering', 'ready_line_seen': True,
+                 'registration': {'listed': None, 'error': '<urlopen error [Errno 111] Connection refused>'}},
+     None, ROUTER,
+     'the engine is ready but the router (http://10.0.0.5:8080/v1/workers) has not listed worker 10.0.0.7:30000 '
+     'for 905 s (<urlopen error [Errno 111] Connection refused>)'),
+    ('stalled', {'stage': 'registering', 'ready_line_seen': True,
+                 'registration': {'listed': ['10.0.0.8:30000', '10.0.0.9:30000'], 'error': None}}, None, ROUTER,
+     'the engine is ready but the router (http://10.0.0.5:8080/v1/workers) has not listed worker 10.0.0.7:30000 '
+     'for 905 s (it lists 10.0.0.8:30000, 10.0.0.9:30000)'),
+    ('stalled', {'stage': 'registering', 'ready_line_seen': True, 'registration': {'listed': [], 'error': None}},
+     None, ROUTER,
+     'the engine is ready but the router (http://10.0.0.5:8080/v1/workers) has not listed worker 10.0.0.7:30000 '
+     'for 905 s (it lists no worker)'),
+    ('stalled', {'stage': 'graph_captured', 'ready_line_seen': True, 'health': {'status': 503, 'error': None}},
+     None, {},
+     'the ready line was logged but http://127.0.0.1:30000/health has not answered 200 for 905 s (last: 503)'),
+    ('stalled', {'stage': 'graph_captured', 'ready_line_seen': True,
+                 'health': {'status': None, 'error': '<urlopen error [Errno 111] Connection refused>'}}, None, {},
+     'the ready line was logged but http://127.0.0.1:30000/health has not answered 200 for 905 s '
+     '(last: <urlopen error [Errno 111] Connection refused>)'),
+    ('stalled', {'stage': 'capturing_cuda_graph'}, None, {'watch_dirs': ['/jit/aiter', '/jit/triton']},
+     'no new log output and no change in /jit/aiter, /jit/triton for 905 s (stall_timeout 900 s)'),
+    ('stalled', {}, None, {}, 'no new log output for 905 s (stall_timeout 900 s)'),
+], ids=['fatal-line', 'fatal-line-then-exit', 'exited', 'timed-out', 'no-log', 'router-unreachable',
+        'router-lists-others', 'router-lists-none', 'health-status', 'health-error', 'stalled-watched', 'stalled'])
+def test_each_cause_of_a_failed_readiness_wait_in_full(kind, state, exited, overrides, expected):
+    options = readiness_options(**overrides)
+    assert _remediation.readiness_cause(options, readiness_state(**state), 1725.0, kind, exited) == expected
+
+
+GPU_FAULT = ('check the GPUs on node7 (rocm-smi, dmesg); a GPU reset or draining the node may be needed before a '
+             'restart; ' + INSPECT)
+
+
+@pytest.mark.parametrize('line, stage, expected', [
+    (OOM_LINE, 'launching',
+     'lower --mem-fraction-static and check that nothing else holds GPU memory (rocm-smi --showpids on node7), then '
+     'restart the worker'),
+    (OOM_LINE, 'loading_weights',
+     'lower --mem-fraction-static and check that nothing else holds GPU memory (rocm-smi --showpids on node7), then '
+     'restart the worker'),
+    ('RuntimeError: Capture cuda graph failed: HIP out of memory', 'capturing_cuda_graph',
+     'lower --cuda-graph-max-bs or --mem-fraction-static in the recipe, then restart the worker'),
+    (':0:rocdevice.cpp:3020: Callback: Queue aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION',
+     'capturing_cuda_graph', GPU_FAULT),
+    ('Memory access fault by GPU node-2 (Agent handle: 0x5a1b) on address 0x7f00. Reason: Unknown.', 'ready',
+     GPU_FAULT),
+    ('launch_server.py: error: unrecognized arguments: --cuda-graph-bs-max 64', 'launching',
+     "check the flag against the recipe and against the engine's --help inside the image"),
+    ('Scheduler hit an exception: Traceback (most recent call last):', 'weights_loaded',
+     'read the traceback that follows this line in the log tail below; ' + INSPECT),
+    ('Received sigquit from a child process. It usually means the child failed.', 'loading_weights',
+     'a child process died: find the first error above this line in the log tail below; ' + INSPECT),
+    ('NCCL error: unhandled system error', 'loading_weights', INSPECT),
+], ids=['oom-launching', 'oom-loading-weights', 'oom-capturing', 'hsa-error', 'gpu-fault', 'bad-flag', 'scheduler',
+        'sigquit', 'custom-pattern'])
+def test_what_to_do_after_each_fatal_line_is_said_in_full(line, stage, expected):
+    state = readiness_state(fatal={'pattern': 'x', 'line': line, 'stage': stage})
+    assert _remediation._readiness_next_step(readiness_options(), state, 'failed', None) == expected
+
+
+def test_what_to_do_after_the_deadline_is_said_in_full():
+    assert _remediation._readiness_next_step(readiness_options(), readiness_state(), 'timed_out', None) == (
+        'if the log or the watch dirs still move, raise deadline (cold start with cuda-graph capture takes ~30 min on '
+        '8xMI355X); to start faster lower --cuda-graph-max-bs; ' + INSPECT)
+
+
+def test_a_failed_readiness_wait_is_told_in_full(monkeypatch):
+    monkeypatch.setattr('socket.gethostname', lambda: 'gpu-host-3')
+    state = readiness_state(stage='capturing_cuda_graph', graph={'done': 7, 'total': 20, 'bs': 64},
+                            fatal={'pattern': 'OutOfMemoryError', 'line': OOM_LINE, 'stage': 'capturing_cuda_graph'})
+    result = {'stage': 'capturing_cuda_graph', 'cause': "log line matched 'OutOfMemoryError': " + OOM_LINE,
+              'log_tail': ['Capturing batches (bs=64 avail_mem=1.2 GB): 7/20', OOM_LINE]}
+    message = _remediation.readiness_failure_message(readiness_options(), state, 1725.0, 'failed', None, result)
+    assert message.splitlines() == [
+        'SGLang engine on node7 (host gpu-host-3) failed during stage capturing_cuda_graph (graph 7/20, bs=64), 27:05 '
+        "after the start. Cause: log line matched 'OutOfMemoryError': " + OOM_LINE + '. Next step: lower '
+        '--cuda-graph-max-bs or --mem-fraction-static in the recipe, then restart the worker.',
+        'Last 2 lines of /srv/sglang/logs/engine.log:',
+        'Capturing batches (bs=64 avail_mem=1.2 GB): 7/20',
+        OOM_LINE,
+    ]
+
+
+def test_a_readiness_wait_on_the_machine_itself_before_any_graph_and_any_log_line(monkeypatch):
+    monkeypatch.setattr('socket.gethostname', lambda: 'node7')
+    state = readiness_state(log_size_seen=None, stage='launching')
+    result = {'stage': 'launching', 'cause': 'the log /srv/sglang/logs/engine.log has not appeared for 905 s',
+              'log_tail': []}
+    message = _remediation.readiness_failure_message(readiness_options(node=None), state, 1725.0, 'stalled', None,
+                                                     result)
+    assert message == (
+        'SGLang engine on node7 stalled during stage launching, 27:05 after the start. Cause: the log '
+        '/srv/sglang/logs/engine.log has not appeared for 905 s. Next step: check that the launch wrapper started the '
+        'engine (docker ps / docker logs on node7) and that log_path is the host-side path of the mounted log.\n'
+        '(no log lines from /srv/sglang/logs/engine.log)')

@@ -80,3 +80,11 @@ def test_fewer_than_two_swept_nodes_have_no_fleet_section(rows):
 def test_the_simulated_nodes_are_named():
     fleet = sweep_fleet.fleet_comparison([row('node1', 32, 1000.0, simulated=True), row('node2', 32, 1000.0)])
     assert fleet['simulated_hosts'] == ['node1']
+
+
+def test_a_median_of_zero_flags_no_node():
+    # Zero token counts make a valid record: two nodes that produced nothing put the median at 0, below which nothing is.
+    fleet = sweep_fleet.fleet_comparison([row('node1', 32, 0.0), row('node2', 32, 0.0), row('node3', 32, 1000.0)])
+    assert fleet['concurrencies'][0]['median'] == 0.0
+    assert fleet['below'] == []
+    assert (sweep_fleet.shortfall(0.0, 0.0), sweep_fleet.is_below_median(0.0, 0.0)) == (0.0, False)

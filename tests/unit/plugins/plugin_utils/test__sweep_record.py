@@ -223,9 +223,10 @@ def test_a_point_recorded_ok_is_still_left_out_when_its_file_changed_since(run_d
     ({'conc': 32, 'status': 'ok'}, ''),
     ({'conc': 32}, ''),
     ({'conc': 32, 'status': 'invalid', 'reason': 'engine exited'}, 'marked invalid by the sweep: engine exited'),
+    ({'conc': 32, 'status': 'aborted', 'reason': ''}, 'marked aborted by the sweep'),
     ({'conc': 32, 'num_prompts': 640}, 'only 320 of 640 requests completed'),
     ({'conc': 64, 'file': 'mix_c32.jsonl'}, 'the file reports max_concurrency 32, the manifest says 64'),
-], ids=['ok', 'no-status-means-ok', 'marked', 'file-short', 'file-of-another-point'])
+], ids=['ok', 'no-status-means-ok', 'marked', 'marked-without-a-reason', 'file-short', 'file-of-another-point'])
 def test_a_recorded_point_reads_as_its_status_then_its_file(host_dir, point, problem):
     write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
     checked, found = sweep_record.recorded_problem(str(host_dir), point)
@@ -264,11 +265,27 @@ def test_a_valid_file_from_workers_that_cannot_stand_for_the_point_is_invalid(ho
     assert (entry['status'], entry['reason'], record) == ('invalid', reason, None)
 
 
+def test_the_recorded_entry_is_judged_against_the_workers_too(host_dir):
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    entry = sweep_record.record_point(str(host_dir), fleet_planned(serving(2)), argv=VARIANTS['nodp']['argv'])
+    assert (entry['status'], entry['reason'], entry['workers']) == (
+        'invalid', 'the router listed 2 serving worker(s) (10.0.0.1:30000, 10.0.0.2:30000); '
+                   'the fleet point c96 planned 3 (3 x c32)', serving(2))
+
+
 def test_without_the_variant_argv_or_with_a_bad_one_the_workers_are_recorded_unchecked(host_dir):
     write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
     for argv in (None, ['--tp-size', 'eight']):
         entry = sweep_record.record_point(str(host_dir), fleet_planned(serving(2)), argv=argv)
         assert (entry['status'], entry['workers']) == ('ok', serving(2))
+
+
+def test_a_recorded_point_without_the_variant_sizes_is_not_held_to_its_workers(host_dir):
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96))
+    point = dict(fleet_planned(serving(2, dp_size=8)), status='ok', reason='')
+    assert sweep_record.recorded_problem(str(host_dir), point)[1] == ''
+    assert sweep_record.recorded_problem(str(host_dir), point, {'DP': 1, 'GPUs': 8})[1] == (
+        'the router listed 2 serving worker(s) (10.0.0.1:30000, 10.0.0.2:30000); the fleet point c96 planned 3 (3 x c32)')
 
 
 def earlier_manifest(host_dir, points):
@@ -297,6 +314,21 @@ def test_resume_of_a_fleet_point_needs_as_many_workers_as_the_plan(host_dir):
     assert kept == {96: {'workers': serving(3)}, 192: None}
 
 
+def test_resume_checks_the_earlier_workers_against_each_phase_variant(host_dir):
+    write_lines(host_dir / 'mix_c256.jsonl', bench_record(256))
+    write_lines(host_dir / 'mix_c512.jsonl', bench_record(512))
+    earlier_manifest(host_dir, [dict(planned(256, 'dp'), workers=serving(1, dp_size=8)),
+                                dict(planned(512, 'dp'), workers=serving(1))])   # a nodp worker served the dp point
+    phases = [{'variant': 'dp', 'concurrencies': [256, 512], 'argv': VARIANTS['dp']['argv']}]
+    assert sweep_record.kept_results(str(host_dir), phases, 10) == {256: {'workers': serving(1, dp_size=8)}, 512: None}
+
+
+def test_resume_does_not_keep_a_file_of_another_concurrency(host_dir):
+    # A file copied or renamed from another point: enough requests completed, but at c64.
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(64))
+    assert sweep_record.kept_results(str(host_dir), PHASES[:1], 10) == {32: None, 64: None}
+
+
 def test_resume_reads_an_unreadable_manifest_as_none(host_dir):
     (host_dir / 'manifest.json').write_text('{"points": [', encoding='utf-8')
     write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
@@ -313,3 +345,73 @@ def test_an_older_manifest_without_workers_reads_and_reports_as_before(run_dir, 
     assert sweep_record.recorded_problem(str(host_dir), older['points'][0], {'DP': 1, 'GPUs': 8})[1] == ''
     [row] = sweep_report.collect(str(run_dir))['rows']
     assert (row['GPUs'], row['Workers'], row['Fleet'], row['Node Concurrency']) == (8, None, False, 32)
+
+
+# ---------------------------------------------------------------- reading a manifest back
+
+def test_a_manifest_keeps_its_host_and_one_without_a_host_takes_its_folder_name(run_dir):
+    copied = run_dir / 'node1-copy'
+    copied.mkdir()
+    earlier_manifest(copied, [])
+    assert sweep_record.read_manifest(str(copied))['host'] == RUN['host']
+    older = {key: RUN[key] for key in sweep_record.RUN_KEYS if key != 'host'}
+    (copied / 'manifest.json').write_text(json.dumps(dict(older, points=[])), encoding='utf-8')
+    assert sweep_record.read_manifest(str(copied))['host'] == 'node1-copy'
+
+
+@pytest.mark.parametrize('simulated, expected', [
+    (True, True), ('true', True), ('1', True), ('yes', True), ('YES', True), ('on', True), (' On ', True),
+    (False, False), ('false', False), ('0', False), ('no', False), ('off', False), ('', False), (None, False),
+])
+def test_the_simulated_flag_may_be_a_boolean_string(host_dir, simulated, expected):
+    (host_dir / 'manifest.json').write_text(json.dumps(dict(RUN, simulated=simulated, points=[])), encoding='utf-8')
+    assert sweep_record.read_manifest(str(host_dir))['simulated'] is expected
+
+
+def test_a_manifest_that_cannot_be_read_is_named(host_dir):
+    path = host_dir / 'manifest.json'
+    with pytest.raises(SweepResultsError) as raised:
+        sweep_record.read_manifest(str(host_dir))
+    assert str(raised.value) == 'cannot read %s: No such file or directory' % path
+    path.mkdir()
+    with pytest.raises(SweepResultsError) as raised:
+        sweep_record.read_manifest(str(host_dir))
+    assert str(raised.value) == 'cannot read %s: Is a directory' % path
+
+
+def test_a_manifest_that_is_not_json_is_named_with_where_it_breaks(host_dir):
+    (host_dir / 'manifest.json').write_text('{"points": ', encoding='utf-8')
+    with pytest.raises(SweepResultsError) as raised:
+        sweep_record.read_manifest(str(host_dir))
+    assert str(raised.value) == '%s is not JSON: Expecting value: line 1 column 12 (char 11)' % (host_dir / 'manifest.json')
+
+
+@pytest.mark.parametrize('text', ['[]', '"points"', '{"points": {}}', '{"points": null}'],
+                         ids=['a-list', 'a-string', 'points-an-object', 'points-null'])
+def test_a_manifest_that_is_not_an_object_with_a_points_list_is_named(host_dir, text):
+    (host_dir / 'manifest.json').write_text(text, encoding='utf-8')
+    with pytest.raises(SweepResultsError) as raised:
+        sweep_record.read_manifest(str(host_dir))
+    assert str(raised.value) == '%s must be a JSON object with a "points" list' % (host_dir / 'manifest.json')
+
+
+def test_the_manifests_of_a_run_are_its_host_folders_that_hold_one(run_dir):
+    for host in ('infera-node-2', 'infera-node-1'):
+        (run_dir / host).mkdir()
+        sweep_record.write_manifest(str(run_dir / host), sweep_record.build_manifest(dict(RUN, host=host), []))
+    (run_dir / 'infera-node-3').mkdir()     # a host whose sweep never wrote its manifest
+    (run_dir / 'results.csv').write_text('Host\n', encoding='utf-8')
+    (run_dir / 'report.md').write_text('# Sweep\n', encoding='utf-8')
+    found = sweep_record.find_manifests(str(run_dir))
+    assert [(host_dir, manifest['host']) for host_dir, manifest in found] == [
+        (str(run_dir / 'infera-node-1'), 'infera-node-1'), (str(run_dir / 'infera-node-2'), 'infera-node-2')]
+
+
+def test_a_run_folder_without_manifests_is_named(run_dir):
+    with pytest.raises(SweepResultsError) as raised:
+        sweep_record.find_manifests(str(run_dir / 'absent'))
+    assert str(raised.value) == 'results folder %s does not exist' % (run_dir / 'absent')
+    (run_dir / 'infera-node-1').mkdir()
+    with pytest.raises(SweepResultsError) as raised:
+        sweep_record.find_manifests(str(run_dir))
+    assert str(raised.value) == 'no <host>/manifest.json under %s; is it a results/<run_id> folder of a sweep?' % run_dir

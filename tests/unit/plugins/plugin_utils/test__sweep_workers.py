@@ -39,6 +39,17 @@ def test_the_serving_workers_are_the_active_ones_of_the_bench_model_sorted_with_
     assert sweep_workers.serving_workers(answer, MODEL) == [kept('10.0.0.1:30000', dp_size=8), kept('10.0.0.3:30000')]
 
 
+def test_workers_left_out_do_not_hide_the_ones_listed_after_them():
+    answer = [listed('10.0.0.4:30000', status='draining'), listed('10.0.0.5:30000', model='/data/other-model'),
+              'not a worker', listed('10.0.0.2:30000'), listed('10.0.0.6:30000', status='dead'), listed('10.0.0.1:30000')]
+    assert sweep_workers.serving_workers(answer, MODEL) == [kept('10.0.0.1:30000'), kept('10.0.0.2:30000')]
+
+
+def test_a_worker_listed_without_a_status_serves():
+    without_status = {key: value for key, value in listed('10.0.0.1:30000', dp_size=8).items() if key != 'status'}
+    assert sweep_workers.serving_workers([without_status], MODEL) == [kept('10.0.0.1:30000', dp_size=8)]
+
+
 def test_without_a_model_every_active_worker_serves_and_the_bare_list_is_read_too():
     workers = [listed('10.0.0.1:30000'), listed('10.0.0.2:30000', model='/data/other-model'), 'not a worker']
     assert [worker['worker_id'] for worker in sweep_workers.serving_workers(workers)] == ['10.0.0.1:30000', '10.0.0.2:30000']
@@ -67,10 +78,17 @@ def test_a_point_that_ran_records_the_router_listing_and_a_kept_point_its_earlie
     assert sweep_workers.point_workers(None, None, MODEL) is None
 
 
+def test_a_point_records_only_the_workers_of_its_model_and_without_a_model_every_active_one():
+    answer = [listed('10.0.0.1:30000', model='/data/other-model'), listed('10.0.0.2:30000')]
+    assert sweep_workers.point_workers(answer, None, MODEL) == [kept('10.0.0.2:30000')]
+    assert sweep_workers.point_workers(answer) == [kept('10.0.0.1:30000'), kept('10.0.0.2:30000')]
+
+
 # ---------------------------------------------------------------- concurrency and GPUs
 
 @pytest.mark.parametrize('fleet_workers, expected', [
     (1, {'conc': 32, 'node_conc': 32, 'fleet': False}),
+    (2, {'conc': 64, 'node_conc': 32, 'fleet': True}),
     (3, {'conc': 96, 'node_conc': 32, 'fleet': True}),
     (0, {'conc': 32, 'node_conc': 32, 'fleet': False}),
 ])
@@ -123,6 +141,12 @@ def test_a_worker_of_the_other_variant_is_named():
         'worker(s) 10.0.0.2:30000 run dp_size 1, the dp variant DP 8 (a fleet with mixed variants)')
     assert sweep_workers.workers_problem(fleet(mixed, variant='nodp'), NODP) == (
         'worker(s) 10.0.0.1:30000, 10.0.0.3:30000 run dp_size 8, the nodp variant DP 1 (a fleet with mixed variants)')
+
+
+def test_workers_of_two_other_variants_are_named_with_both_dp_sizes():
+    mixed = [kept('10.0.0.1:30000', dp_size=8), kept('10.0.0.2:30000', dp_size=4), kept('10.0.0.3:30000')]
+    assert sweep_workers.workers_problem(fleet(mixed, variant='dp'), DP) == (
+        'worker(s) 10.0.0.2:30000, 10.0.0.3:30000 run dp_size 1/4, the dp variant DP 8 (a fleet with mixed variants)')
 
 
 @pytest.mark.parametrize('point', [

@@ -1,0 +1,93 @@
+"""Bad input to the playbooks is refused on the controller's side of the first play, in one
+line naming the variable, before any node is changed: run on a local host (no node, no Docker
+call reached). The messages' wording is the one users see; each case fails if its check goes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
+ACCEPTED_CONC = "expected a positive integer, a list of positive integers, or a comma/space-separated string such as '32,64,128'"
+# The first tasks that change or inspect the node's containers: none may run after bad input.
+NODE_STAGES = ("Container |", "Preflight |", "Router |", "Sweep | Check the router answers")
+
+
+def run(tmp_path, playbook, *extra):
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("\n".join([
+        "[mi355x]", "node-a", "[mi355x:vars]", "ansible_connection=local", f"ansible_python_interpreter={sys.executable}",
+        "infera_image=registry.example.com/sglang:dsv4", f"infera_hf_cache={tmp_path}/hf",
+        f"infera_model_path={tmp_path}/hf/model", "infera_etcd_endpoint=http://127.0.0.1:2379",
+        "infera_advertise_host=127.0.0.1"]) + "\n")
+    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections")}
+    # From tmp_path, as a shell started there, so the sweep's default results folder ($PWD/results) is the test's own.
+    env["PWD"] = str(tmp_path)
+    result = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(REPO / "playbooks" / playbook), *extra],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    return result.returncode, (result.stdout + result.stderr).splitlines()
+
+
+def refused(tmp_path, playbook, *extra):
+    """The one error line, after checking it is alone, followed by its origin, and that no node stage ran."""
+    returncode, lines = run(tmp_path, playbook, *extra)
+    text = "\n".join(lines[-60:])
+    assert returncode != 0, text
+    errors = [index for index, line in enumerate(lines) if line.startswith("[ERROR]: Task failed")]
+    assert len(errors) == 1, text
+    assert lines[errors[0] + 1].startswith("Origin: "), text
+    ran = [line for line in lines if line.startswith("TASK [")]
+    assert not [task for task in ran if any(stage in task for stage in NODE_STAGES)], ran
+    return lines[errors[0]]
+
+
+@pytest.mark.parametrize("conc, expected", [
+    ("0", "conc value 0 must be greater than 0; "),
+    ("-1", "conc value -1 must be greater than 0; "),
+    ("abc", "conc value 'abc' is not an integer; "),
+    ("1.5", "conc value '1.5' is not an integer; "),
+    ("1e3", "conc value '1e3' is not an integer; "),
+    ("", "conc is an empty string; "),
+    ([64, "x"], "conc value 'x' in conc [64, 'x'] is not an integer; "),
+])
+def test_a_bad_concurrency_is_refused_in_one_line(tmp_path, conc, expected):
+    line = refused(tmp_path, "deploy_mixed.yml", "-e", json.dumps({"conc": conc}))
+    assert line.endswith(expected + ACCEPTED_CONC), line
+
+
+def test_an_unknown_variant_is_refused_in_one_line(tmp_path):
+    line = refused(tmp_path, "deploy_mixed.yml", "-e", "conc=64", "-e", "variant=zz")
+    assert line.endswith("variant 'zz' is not in recipe dsv4-pro-mi355x-mixed; choose one of: nodp, dp"), line
+
+
+def test_duplicated_sweep_concurrencies_are_refused_in_one_line(tmp_path):
+    line = refused(tmp_path, "sweep.yml", "-e", json.dumps({"concurrencies": [64, 32, 64], "run_id": "dup"}))
+    assert line.endswith("conc lists 64 more than once; each concurrency may appear only once"), line
+
+
+@pytest.mark.parametrize("run_id", ["../outside", "a/b", "..", "/tmp/abs", ".hidden", "x" * 129])
+def test_a_run_id_that_is_not_a_plain_folder_name_is_refused_and_nothing_is_written(tmp_path, run_id):
+    line = refused(tmp_path, "sweep.yml", "-e", json.dumps({"run_id": run_id}))
+    assert line.endswith(f"run_id {json.dumps(run_id)} is not a plain folder name: use up to 128 letters, digits, '.', '_' "
+                         f"and '-', starting with a letter or digit, without '/' or '..' (the results go to "
+                         f"{tmp_path}/results/<run_id>/)"), line
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["hosts.ini"]
+
+
+def test_a_missing_targets_file_is_refused_before_any_node(tmp_path):
+    path = tmp_path / "targets.yml"
+    line = refused(tmp_path, "sweep.yml", "-e", json.dumps({"run_id": "t", "sweep_targets_file": str(path)}))
+    assert line.endswith(f'sweep_targets_file "{path}" is not a file on the controller ({path}; a relative path is from the '
+                         "playbook's folder): give the YAML file of metric, targets and higher_is_better (docs/results.md), "
+                         "or leave it empty"), line
+
+
+def test_a_relative_targets_file_is_looked_for_beside_the_playbook(tmp_path):
+    line = refused(tmp_path, "sweep.yml", "-e", json.dumps({"run_id": "t", "sweep_targets_file": "no-such-targets.yml"}))
+    assert f'sweep_targets_file "no-such-targets.yml" is not a file on the controller ({REPO}/playbooks/no-such-targets.yml;' \
+        in line, line

@@ -11,7 +11,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils import _sweep_repor
 from .sweep_runs import PNG_SIGNATURE, bench_record, point, standard_run, write_lines, write_manifest, write_targets
 
 
-def test_the_plot_is_a_png_and_is_drawn_the_same_way_twice(run_dir, tmp_path):
+def test_the_plot_is_a_png_drawn_the_same_way_twice_without_matplotlibs_version(run_dir, tmp_path):
     standard_run(run_dir)
     run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {64: 655.36}\n'))
     image = sweep_plot.render_plot(run)
@@ -19,6 +19,19 @@ def test_the_plot_is_a_png_and_is_drawn_the_same_way_twice(run_dir, tmp_path):
     # 13 x 5.5 inches at 100 dpi: wide enough for two panels and their labels.
     assert (int.from_bytes(image[16:20], 'big'), int.from_bytes(image[20:24], 'big')) == (1300, 550)
     assert sweep_plot.render_plot(run) == image
+    # No Software chunk naming matplotlib's version: another matplotlib does not change the file for that alone.
+    assert b'Software' not in image and b'Matplotlib' not in image
+
+
+def test_the_png_and_its_size_do_not_follow_the_controllers_matplotlibrc(run_dir, monkeypatch):
+    import matplotlib
+
+    monkeypatch.setitem(matplotlib.rcParams, 'figure.dpi', 200.0)
+    monkeypatch.setitem(matplotlib.rcParams, 'savefig.format', 'svg')
+    standard_run(run_dir)
+    image = sweep_plot.render_plot(sweep_report.collect(str(run_dir)))
+    assert image[:8] == PNG_SIGNATURE
+    assert (int.from_bytes(image[16:20], 'big'), int.from_bytes(image[20:24], 'big')) == (1300, 550)
 
 
 def plotted_figure(run, monkeypatch):
@@ -45,6 +58,8 @@ def test_each_panel_plots_every_variant_against_interactivity_with_labels_and_ta
     standard_run(run_dir)
     run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 200, 64: 655.36}\n'))
     total, output = plotted_figure(run, monkeypatch).axes
+    # Side by side, each the figure's whole height: one row of two panels.
+    assert [axes.get_subplotspec().get_geometry() for axes in (total, output)] == [(1, 2, 0, 0), (1, 2, 1, 1)]
     for axes, label in zip((total, output), ('Token throughput per GPU (tok/s/GPU)', 'Output token throughput per GPU (tok/s/GPU)')):
         assert (axes.get_xlabel(), axes.get_ylabel()) == ('Interactivity (tok/s/user, 1000 / median TPOT)', label)
         assert [(line.get_label(), line.get_marker()) for line in axes.get_lines()] == [('nodp', 'o'), ('dp', 'o')]
@@ -111,13 +126,13 @@ def test_the_whole_title_and_its_colour(run_dir, monkeypatch, simulated, colour)
 
 
 def test_the_title_names_every_model_once_by_its_folder_name(run_dir, monkeypatch):
-    """Two hosts with different models (one path with a trailing slash), a third with none."""
-    for host, model in (('node-a', '/data/hf-cache/Model-B/'), ('node-b', '/data/hf-cache/Model-A'),
+    """Two hosts with different models (one path with a trailing slash: only the slash goes, not the X), a third with none."""
+    for host, model in (('node-a', '/data/hf-cache/Model-X/'), ('node-b', '/data/hf-cache/Model-A'),
                         ('node-c', '/data/hf-cache/Model-A'), ('node-d', '')):
         host_dir = write_manifest(run_dir, host, [point(32)], model=model)
         write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
     title = plot_title(sweep_report.collect(str(run_dir)), monkeypatch)
-    assert title.startswith('SIMULATED (not hardware numbers): ?, Model-A, Model-B sweep ')
+    assert title.startswith('SIMULATED (not hardware numbers): ?, Model-A, Model-X sweep ')
 
 
 def test_a_fleet_point_is_its_own_series_not_a_point_of_its_nodes_curve(run_dir, monkeypatch):

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import csv
+import json
+
 import pytest
 
 from ansible_collections.infera.serving.plugins.plugin_utils import _sweep_plot as sweep_plot
@@ -240,3 +243,58 @@ def test_several_nodes_get_a_fleet_comparison_with_the_slow_node_flagged(run_dir
 def test_one_node_has_no_fleet_comparison(run_dir):
     standard_run(run_dir)
     assert sweep_report.rebuild(str(run_dir))['fleet'] is None
+
+
+# ---------------------------------------------------------------- manifests written by hand or by an older sweep
+
+def csv_rows(run_dir):
+    with open(run_dir / 'results.csv', encoding='utf-8', newline='') as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_bare_manifest_still_rebuilds_with_its_unknown_identity_cells_empty(run_dir):
+    """Only the variants and the points: no run_id, model or bench_args; a second host has no point yet."""
+    host_dir = run_dir / 'infera-node-1'
+    host_dir.mkdir()
+    (host_dir / 'manifest.json').write_text(json.dumps({'variants': {'nodp': {'argv': ['--tp-size', '8']}},
+                                                        'points': [point(32)]}), encoding='utf-8')
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    (run_dir / 'infera-node-2').mkdir()
+    (run_dir / 'infera-node-2' / 'manifest.json').write_text('{"host": "infera-node-2"}', encoding='utf-8')
+    summary = sweep_report.rebuild(str(run_dir))
+    assert (summary['hosts'], summary['invalid']) == (['infera-node-1', 'infera-node-2'], [])
+    [row] = csv_rows(run_dir)
+    assert {column: row[column] for column in ('Run ID', 'Host', 'Simulated', 'Model', 'ISL', 'OSL', 'Variant',
+                                               'Concurrency', 'Num Prompts', 'Completed')} == {
+        'Run ID': '', 'Host': 'infera-node-1', 'Simulated': 'false', 'Model': '', 'ISL': '8192', 'OSL': '1024',
+        'Variant': 'nodp', 'Concurrency': '32', 'Num Prompts': '320', 'Completed': '320'}
+
+
+def test_a_line_that_does_not_name_its_lengths_takes_them_from_the_manifests_bench_args(run_dir):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32)],
+                              bench_args={'random_input_len': 1024, 'random_output_len': 8192})
+    record = bench_record(32, input_tokens=1024 * 320, output_tokens=8192 * 320)
+    del record['random_input_len'], record['random_output_len']
+    write_lines(host_dir / 'mix_c32.jsonl', record)
+    sweep_report.rebuild(str(run_dir))
+    [row] = csv_rows(run_dir)
+    assert (row['ISL'], row['OSL'], row['Num Prompts']) == ('1024', '8192', '320')
+
+
+def test_a_point_that_is_not_an_object_or_names_no_variant_is_invalid_not_a_crash(run_dir):
+    write_manifest(run_dir, 'infera-node-1', [None, {'conc': 32, 'num_prompts': 320}])
+    run = sweep_report.collect(str(run_dir))
+    assert run['rows'] == []
+    assert [(entry['conc'], entry['variant'], entry['reason']) for entry in run['invalid']] == [
+        (None, '', "variant '' is not in the manifest, so TP/DP/EP are unknown"),
+        (32, '', "variant '' is not in the manifest, so TP/DP/EP are unknown")]
+
+
+def test_a_point_without_its_concurrency_is_held_to_the_target_of_the_concurrency_its_line_reports(run_dir, tmp_path):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [{'variant': 'nodp', 'file': 'mix_c64.jsonl', 'num_prompts': 640}])
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, duration=100.0))
+    run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {64: 1000}\n'))
+    [row] = run['rows']
+    assert (row['Concurrency'], row['Node Concurrency'], row['Target'], row['Below Target']) == (64, 64, 1000.0, True)
+    assert [(miss['conc'], miss['value'], miss['target']) for miss in run['below']] == [
+        (64, pytest.approx(640 * 1024 / 100.0 / 8), 1000.0)]

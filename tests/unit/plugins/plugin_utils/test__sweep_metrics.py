@@ -141,6 +141,39 @@ def test_invalid_points_say_why(tmp_path, content, num_prompts, reason):
     assert checked['path'] == str(path)
 
 
+NO_LINE = 'the client writes no line when every request fails'
+
+
+@pytest.mark.parametrize('content, problem', [
+    (None, 'mix_c32.jsonl is missing (%s, or the point never ran)' % NO_LINE),
+    ('\n  \n', 'mix_c32.jsonl has no result line (%s)' % NO_LINE),
+    ('{"completed": 320, "duration": 10',
+     "the last line of mix_c32.jsonl is not JSON (Expecting ',' delimiter: line 1 column 34 (char 33))"),
+    ('{"completed": 320}\n[1, 2]\n', 'the last line of mix_c32.jsonl is a JSON list, not an object'),
+], ids=['missing', 'blank', 'truncated', 'not-object'])
+def test_unreadable_last_lines_are_named_in_full(tmp_path, content, problem):
+    path = tmp_path / 'mix_c32.jsonl'
+    if content is not None:
+        path.write_text(content, encoding='utf-8')
+    assert sweep_metrics.read_last_record(str(path)) == (None, problem)
+
+
+def test_a_jsonl_that_cannot_be_opened_says_why(tmp_path):
+    path = tmp_path / 'mix_c32.jsonl'
+    path.mkdir()
+    assert sweep_metrics.read_last_record(str(path)) == (None, 'cannot read mix_c32.jsonl: Is a directory')
+
+
+def test_bytes_that_are_not_utf8_do_not_make_the_point_unreadable(tmp_path):
+    # An earlier run's line cut off in the middle of a character, then a whole line from the next run.
+    path = tmp_path / 'mix_c32.jsonl'
+    path.write_bytes(b'{"completed": 3, "model": "caf\xc3\n' + json.dumps(bench_record(32)).encode('utf-8') + b'\n')
+    checked = sweep_metrics.validate_point(str(path), num_prompts=320)
+    assert (checked['valid'], checked['reason'], checked['record']['completed']) == (True, '', 320)
+    path.write_bytes(b'{"completed": 320, "model": "caf\xc3"}\n')
+    assert sweep_metrics.read_last_record(str(path)) == ({'completed': 320, 'model': 'caf\ufffd'}, None)
+
+
 @pytest.mark.parametrize('record, problem', [
     ({}, "the result has no 'completed' count"),
     ({'completed': 0}, 'no request completed'),
@@ -190,10 +223,23 @@ def test_the_last_of_repeated_parallel_flags_counts_as_argparse_does(argv, key, 
     assert sweep_metrics.parallelism(argv)[key] == expected
 
 
-@pytest.mark.parametrize('argv', [['--tp-size', 'eight'], ['--ep-size', '0']])
-def test_bad_parallel_sizes_are_named(argv):
-    with pytest.raises(SweepResultsError, match=argv[0]):
+@pytest.mark.parametrize('argv, message', [
+    (['--tp-size', 'eight'], "--tp-size 'eight' in the engine argv is not an integer"),
+    (['--tensor-parallel-size=eight'], "--tp-size 'eight' in the engine argv is not an integer"),
+    (['--ep-size', '0'], "--ep-size '0' in the engine argv must be at least 1"),
+], ids=['not-an-integer', 'inline-not-an-integer', 'zero'])
+def test_bad_parallel_sizes_are_named(argv, message):
+    with pytest.raises(SweepResultsError) as raised:
         sweep_metrics.parallelism(argv)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize('argv, expected', [
+    (['--tp-size', '4', '--pp-size'], {'TP': 4, 'PP': 1, 'DP': 1, 'EP': 1, 'DP Attention': False, 'GPUs': 4}),
+    (['--tp-size', '4', '--tp-size'], {'TP': 4, 'PP': 1, 'DP': 1, 'EP': 1, 'DP Attention': False, 'GPUs': 4}),
+], ids=['other-flag', 'same-flag'])
+def test_a_flag_without_its_value_at_the_end_of_the_argv_is_not_a_size(argv, expected):
+    assert sweep_metrics.parallelism(argv) == expected
 
 
 def test_per_gpu_numbers_divide_by_tp_times_pp_and_dp_attention_adds_no_gpu(run_dir):
@@ -349,6 +395,18 @@ def test_a_targeted_point_without_the_targeted_value_misses(run_dir, tmp_path):
     assert [(miss['conc'], miss['value'], miss['target']) for miss in run['below']] == [(32, None, 2000.0)]
 
 
+def test_a_point_without_the_targeted_value_does_not_stop_the_next_being_judged(run_dir, tmp_path):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32), point(64)])
+    record = bench_record(32)
+    del record['p99_ttft_ms']
+    write_lines(host_dir / 'mix_c32.jsonl', record)
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64))
+    # bench_record's P99 TTFT is 1.5 x 900 ms.
+    run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TTFT\ntargets: {32: 2000, 64: 1350}\n'))
+    assert [(row['Concurrency'], row['Target'], row['Ratio'], row['Below Target']) for row in run['rows']] == [
+        (32, 2000.0, None, True), (64, 1350.0, 1.0, False)]
+
+
 def test_latency_targets_miss_when_above(run_dir, tmp_path):
     standard_run(run_dir)
     run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 40, 64: 40}\n'))
@@ -366,3 +424,47 @@ def test_a_targeted_point_without_a_valid_result_misses_and_untried_targets_are_
     assert [(miss['conc'], miss['value'], miss['ratio']) for miss in run['below']] == [(64, None, None)]
     assert 'engine exited' in run['below'][0]['reason']
     assert run['untargeted'] == [1024]
+
+
+def test_every_miss_is_returned_in_full_in_concurrency_order(run_dir, tmp_path):
+    # Variant names sort the other way round (tp4 before tp4pp2): the order is the host's concurrencies.
+    variants = {'tp4pp2': {'argv': ['--tp-size', '4', '--pp-size', '2'], 'env': {}},
+                'tp4': {'argv': ['--tp-size', '4'], 'env': {}}}
+    host_dir = write_manifest(run_dir, 'infera-node-1', [
+        point(32, 'tp4pp2'), point(48, 'tp4', status='aborted', reason='engine exited'), point(64, 'tp4')], variants=variants)
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=160.0))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, duration=320.0))
+    run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 512, 48: 100, 64: 1024}\n'))
+    metric = 'Output Throughput/GPU (tok/s)'
+    assert run['below'] == [
+        {'host': 'infera-node-1', 'conc': 32, 'variant': 'tp4pp2', 'metric': metric, 'value': 256.0, 'target': 512.0,
+         'ratio': 0.5, 'reason': ''},
+        {'host': 'infera-node-1', 'conc': 48, 'variant': 'tp4', 'metric': metric, 'value': None, 'target': 100.0,
+         'ratio': None, 'reason': 'no valid result: marked aborted by the sweep: engine exited; mix_c48.jsonl is missing '
+                                  '(the client writes no line when every request fails, or the point never ran)'},
+        {'host': 'infera-node-1', 'conc': 64, 'variant': 'tp4', 'metric': metric, 'value': 512.0, 'target': 1024.0,
+         'ratio': 0.5, 'reason': ''},
+    ]
+
+
+def test_a_host_whose_manifest_lists_no_points_tried_no_target(run_dir, tmp_path):
+    standard_run(run_dir)
+    # A host that failed before its sweep started: its manifest has no "points" at all.
+    manifest_path = write_manifest(run_dir, 'infera-node-2', []) / 'manifest.json'
+    manifest = json.loads(manifest_path.read_text(encoding='utf-8'))
+    del manifest['points']
+    manifest_path.write_text(json.dumps(manifest), encoding='utf-8')
+    run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'targets: {32: 100, 1024: 50}\n'))
+    assert [manifest['host'] for manifest in run['manifests']] == ['infera-node-1', 'infera-node-2']
+    assert run['untargeted'] == [1024]
+
+
+def test_the_metric_columns_follow_the_inferencex_export_order():
+    statistics = ('Mean', 'Median', 'P99', 'Std')
+    assert sweep_metrics.METRIC_COLUMNS == (
+        ('Throughput/GPU (tok/s)', 'Output Throughput/GPU (tok/s)', 'Input Throughput/GPU (tok/s)')
+        + tuple('%s TTFT (ms)' % statistic for statistic in statistics)
+        + tuple('%s TPOT (ms)' % statistic for statistic in statistics)
+        + tuple('%s Interactivity (tok/s/user)' % statistic for statistic in statistics)
+        + tuple('%s ITL (ms)' % statistic for statistic in statistics)
+        + tuple('%s E2E Latency (ms)' % statistic for statistic in statistics))

@@ -160,6 +160,18 @@ def test_a_manifest_without_a_run_id_shows_an_empty_one():
     assert sweep_render._manifest_section({'host': 'infera-node-9', 'simulated': False})[3] == '- run: ``'
 
 
+def test_the_title_names_each_run_id_once_in_order(run_dir):
+    standard_run(run_dir, host='infera-node-2')
+    write_manifest(run_dir, 'infera-node-1', [point(32)], run_id='20261128T090000Z')
+    write_manifest(run_dir, 'infera-node-3', [point(32)])
+    report = sweep_render.render_report(sweep_report.collect(str(run_dir)))
+    assert report.startswith('# Sweep report: 20261128T090000Z, 20261129T100000Z (SIMULATED)\n')
+
+
+def test_a_manifest_without_a_run_id_adds_nothing_to_the_title():
+    assert sweep_render.run_ids({'manifests': [{'host': 'infera-node-9', 'simulated': False}]}) == ''
+
+
 def test_a_latency_target_is_lower_is_better_in_the_report(run_dir, tmp_path):
     standard_run(run_dir)
     run = sweep_report.collect(str(run_dir), write_targets(tmp_path / 't.yml', 'metric: P99 TPOT\ntargets: {32: 40, 64: 40}\n'))
@@ -262,6 +274,7 @@ def test_a_point_served_by_several_workers_says_so_in_the_host_cell(run_dir):
     write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
     [row] = sweep_report.collect(str(run_dir))['rows']
     assert sweep_render.host_label(row) == 'infera-node-1 (3 workers)'
+    assert sweep_render.host_label(dict(row, Workers=2)) == 'infera-node-1 (2 workers)'
     assert sweep_render.host_label(dict(row, Workers=1)) == 'infera-node-1'
 
 
@@ -271,3 +284,58 @@ def test_the_csv_carries_the_workers_fleet_and_node_concurrency(run_dir):
     assert [(row['Host'], row['Concurrency'], row['Node Concurrency'], row['Fleet'], row['Workers'], row['GPUs'])
             for row in rows if row['Host'] == 'node1'] == [
         ('node1', 32, 32, False, 1, 8), ('node1', 64, 64, False, 1, 8), ('node1', 96, 32, True, 3, 24)]
+
+
+def hardware_fleet_run(run_dir, fleet_point):
+    """Two hardware nodes (node2 a third slower at c32, no c64) and a fleet point through node1's router."""
+    host_dir = write_manifest(run_dir, 'node1', [point(32), point(64), fleet_point], simulated=False)
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=100.0))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, duration=100.0))
+    write_lines(host_dir / 'mix_c96.jsonl', bench_record(96, duration=110.0))
+    host_dir = write_manifest(run_dir, 'node2', [point(32)], simulated=False)
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=150.0))
+    return sweep_report.collect(str(run_dir))
+
+
+def test_a_hardware_fleet_report_says_nothing_simulated_and_shows_a_node_without_a_point(run_dir):
+    run = hardware_fleet_run(run_dir, point(96, node_conc=32, fleet=True, workers=serving(3)))
+    report = sweep_render.render_report(run).splitlines()
+    start = report.index('## Fleet: Throughput/GPU (tok/s) per node')
+    assert report[start:start + 16] == [
+        '## Fleet: Throughput/GPU (tok/s) per node',
+        '',
+        'Each node swept through its own router, at each concurrency; the fleet median of the nodes with a valid point '
+        'there; in bold the nodes more than 10 % below it (exactly 10 % below is not flagged).',
+        '',
+        '| conc | node1 | node2 | fleet median |',
+        '|---|---|---|---|',
+        '| 32 | 3686.4 | **2457.6 (20.0 % below)** | 3072.0 |',
+        '| 64 | 7372.8 | - | 7372.8 |',
+        '',
+        'Nodes more than 10 % below the fleet median:',
+        '',
+        '- **node2 c32: 2457.6 tok/s/GPU, 20.0 % below the fleet median 3072.0**',
+        '',
+        'Fleet points (one router for the whole fleet; they do not tell the nodes apart):',
+        '',
+        '- node1 c96 nodp (fleet: 3 workers x c32): 3351.3 tok/s/GPU',
+    ]
+    table = sweep_render.text_table(run).splitlines()
+    assert table[-7:] == [
+        'node2                       32  nodp     8/1/1        2457.6    273.1  2184.5        52.6       1350.0         30.0  -',
+        '',
+        'fleet: Throughput/GPU (tok/s) per node, median per concurrency; BELOW MEDIAN: more than 10 % under it',
+        '  c32: median 3072.0 (node1 3686.4, node2 2457.6)',
+        '  c64: median 7372.8 (node1 7372.8)',
+        '  BELOW MEDIAN node2 c32: 2457.6 tok/s/GPU, 20.0 % below the fleet median 3072.0',
+        '  fleet point node1 c96 nodp (fleet: 3 workers x c32): 3351.3 tok/s/GPU',
+    ]
+
+
+def test_a_fleet_point_that_records_no_workers_shows_them_as_unknown(run_dir):
+    # A manifest entry with neither its conc (read back from the line) nor the workers the router listed.
+    fleet_point = point(96, node_conc=32, fleet=True)
+    del fleet_point['conc']
+    run = hardware_fleet_run(run_dir, fleet_point)
+    assert [sweep_render.host_label(row) for row in run['rows']] == ['node1', 'node1', 'node1 (fleet: ? workers)', 'node2']
+    assert sweep_render.text_table(run).splitlines()[-1] == '  fleet point node1 c96 nodp (fleet: ? workers x c32): 10053.8 tok/s/GPU'

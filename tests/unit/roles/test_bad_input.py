@@ -65,6 +65,22 @@ def test_an_unknown_variant_is_refused_in_one_line(tmp_path):
     assert line.endswith("variant 'zz' is not in recipe dsv4-pro-mi355x-mixed; choose one of: nodp, dp"), line
 
 
+def test_a_missing_recipe_file_is_refused_in_one_line(tmp_path):
+    line = refused(tmp_path, "deploy_mixed.yml", "-e", "conc=64", "-e", f"sglang_worker_recipe_file={tmp_path}/none.yml")
+    assert line.endswith(f'sglang_worker_recipe_file "{tmp_path}/none.yml" is not a file on the controller: give the path of a '
+                         "recipe (the role's recipes/dsv4-pro-mi355x-mixed.yml is the walkthrough's), or the recipe itself as "
+                         "sglang_worker_recipe"), line
+
+
+def test_a_recipe_without_a_lever_is_refused_in_one_line(tmp_path):
+    recipe = REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-mixed.yml"
+    lines = [line for line in recipe.read_text().splitlines() if not line.strip().startswith("SGLANG_OPT_USE_FUSED_COMPRESS:")]
+    (tmp_path / "recipe.yml").write_text("\n".join(lines) + "\n")
+    line = refused(tmp_path, "deploy_mixed.yml", "-e", "conc=64", "-e", f"sglang_worker_recipe_file={tmp_path}/recipe.yml")
+    assert line.endswith("recipe.levers.env names SGLANG_OPT_USE_FUSED_COMPRESS, but recipe.env does not set it; the lever "
+                         "value comes from recipe.env"), line
+
+
 def test_duplicated_sweep_concurrencies_are_refused_in_one_line(tmp_path):
     line = refused(tmp_path, "sweep.yml", "-e", json.dumps({"concurrencies": [64, 32, 64], "run_id": "dup"}))
     assert line.endswith("conc lists 64 more than once; each concurrency may appear only once"), line

@@ -67,6 +67,14 @@ def node_concurrency(point):
     return None
 
 
+def _whole(value):
+    """A manifest's integer (written by the sweep, or by hand as text), or None."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def is_fleet_point(point):
     return point.get('fleet') is True
 
@@ -95,7 +103,10 @@ def workers_problem(point, sizes):
     serves with both.
     """
     workers = recorded_workers(point) or []
-    conc, node_conc = point.get('conc'), node_concurrency(point)
+    conc, node_conc = _whole(point.get('conc')), node_concurrency(point)
+    if is_fleet_point(point) and not workers:
+        # Its per-GPU figures would divide by one worker's GPUs while N workers served it.
+        return 'the fleet point records no workers the router listed, so the GPUs that served it are unknown'
     if is_fleet_point(point) and node_conc and conc and len(workers) * node_conc != conc:
         return 'the router listed %d serving worker(s) (%s); the fleet point c%s planned %d (%d x c%d)' % (
             len(workers), _names(workers), conc, conc // node_conc, conc // node_conc, node_conc)

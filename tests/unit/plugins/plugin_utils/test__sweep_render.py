@@ -332,10 +332,13 @@ def test_a_hardware_fleet_report_says_nothing_simulated_and_shows_a_node_without
     ]
 
 
-def test_a_fleet_point_that_records_no_workers_shows_them_as_unknown(run_dir):
-    # A manifest entry with neither its conc (read back from the line) nor the workers the router listed.
+def test_a_fleet_point_that_records_no_workers_is_left_out_as_invalid(run_dir):
+    # A manifest entry with neither its conc (read back from the line) nor the workers the router listed:
+    # divided by one worker's GPUs it would show about three times what each GPU did.
     fleet_point = point(96, node_conc=32, fleet=True)
     del fleet_point['conc']
     run = hardware_fleet_run(run_dir, fleet_point)
-    assert [sweep_render.host_label(row) for row in run['rows']] == ['node1', 'node1', 'node1 (fleet: ? workers)', 'node2']
-    assert sweep_render.text_table(run).splitlines()[-1] == '  fleet point node1 c96 nodp (fleet: ? workers x c32): 10053.8 tok/s/GPU'
+    assert [sweep_render.host_label(row) for row in run['rows']] == ['node1', 'node1', 'node2']
+    assert [(entry['host'], entry['reason']) for entry in run['invalid']] == [
+        ('node1', 'the fleet point records no workers the router listed, so the GPUs that served it are unknown')]
+    assert not [line for line in sweep_render.text_table(run).splitlines() if line.startswith('  fleet point')]

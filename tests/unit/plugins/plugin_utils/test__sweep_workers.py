@@ -127,12 +127,28 @@ def test_a_fleet_point_served_by_as_many_workers_as_it_was_scaled_by_is_fine():
 @pytest.mark.parametrize('workers, listed_text', [
     (THREE[:2], '2 serving worker(s) (10.0.0.1:30000, 10.0.0.2:30000)'),
     (THREE + [kept('10.0.0.4:30000')], '4 serving worker(s) (10.0.0.1:30000, 10.0.0.2:30000, 10.0.0.3:30000, 10.0.0.4:30000)'),
-    ([], '0 serving worker(s) (none)'),
-    (None, '0 serving worker(s) (none)'),
 ])
 def test_a_fleet_point_with_another_number_of_workers_is_named(workers, listed_text):
     assert sweep_workers.workers_problem(fleet(workers), NODP) == (
         'the router listed %s; the fleet point c96 planned 3 (3 x c32)' % listed_text)
+
+
+@pytest.mark.parametrize('workers', [[], None, ['not a worker']])
+def test_a_fleet_point_that_records_no_workers_cannot_stand_for_the_fleet(workers):
+    # Its per-GPU figures would divide by one worker's GPUs while the fleet's served it.
+    point = fleet(workers)
+    del point['conc']  # not even the planned count to compare with
+    assert sweep_workers.workers_problem(point, NODP) == (
+        'the fleet point records no workers the router listed, so the GPUs that served it are unknown')
+
+
+def test_a_fleet_point_whose_concurrency_was_written_as_text_is_checked_as_a_number():
+    point = fleet(THREE)
+    point['conc'] = '96'
+    assert sweep_workers.workers_problem(point, NODP) == ''
+    point['workers'] = THREE[:2]
+    assert sweep_workers.workers_problem(point, NODP) == (
+        'the router listed 2 serving worker(s) (10.0.0.1:30000, 10.0.0.2:30000); the fleet point c96 planned 3 (3 x c32)')
 
 
 def test_a_worker_of_the_other_variant_is_named():

@@ -54,10 +54,10 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers impo
 def _point_context(manifest, point):
     bench_args = manifest.get('bench_args') or {}
     return {
-        'Run ID': manifest.get('run_id', ''),
+        'Run ID': manifest.get('run_id') or None,
         'Host': manifest['host'],
         'Simulated': manifest['simulated'],
-        'Model': manifest.get('model', ''),
+        'Model': manifest.get('model') or None,
         'ISL': optional_int(bench_args.get('random_input_len')),
         'OSL': optional_int(bench_args.get('random_output_len')),
         'Variant': point.get('variant', ''),

@@ -27,6 +27,7 @@ def test_the_png_and_its_size_do_not_follow_the_controllers_matplotlibrc(run_dir
     import matplotlib
 
     monkeypatch.setitem(matplotlib.rcParams, 'figure.dpi', 200.0)
+    monkeypatch.setitem(matplotlib.rcParams, 'savefig.dpi', 200.0)
     monkeypatch.setitem(matplotlib.rcParams, 'savefig.format', 'svg')
     standard_run(run_dir)
     image = sweep_plot.render_plot(sweep_report.collect(str(run_dir)))

@@ -268,6 +268,9 @@ def test_a_bare_manifest_still_rebuilds_with_its_unknown_identity_cells_empty(ru
                                                'Concurrency', 'Num Prompts', 'Completed')} == {
         'Run ID': '', 'Host': 'infera-node-1', 'Simulated': 'false', 'Model': '', 'ISL': '8192', 'OSL': '1024',
         'Variant': 'nodp', 'Concurrency': '32', 'Num Prompts': '320', 'Completed': '320'}
+    # The rows it returns are the CSV read back: an unknown cell is null in both.
+    assert sweep_render.load_csv(str(run_dir / 'results.csv')) == summary['rows']
+    assert (summary['rows'][0]['Run ID'], summary['rows'][0]['Model']) == (None, None)
 
 
 def test_a_line_that_does_not_name_its_lengths_takes_them_from_the_manifests_bench_args(run_dir):

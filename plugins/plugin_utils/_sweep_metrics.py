@@ -324,7 +324,8 @@ def load_targets(path):
     except OSError as error:
         raise SweepResultsError('cannot read the targets file %s: %s' % (path, error.strerror or error)) from None
     except yaml.YAMLError as error:
-        raise SweepResultsError('the targets file %s is not YAML: %s' % (path, error)) from None
+        # One line: PyYAML's message spans several (where it broke, what it expected).
+        raise SweepResultsError('the targets file %s is not YAML: %s' % (path, ' '.join(str(error).split()))) from None
     if not isinstance(data, dict) or not isinstance(data.get('targets'), dict) or not data['targets']:
         raise SweepResultsError('%s must be a mapping with a non-empty "targets" mapping of concurrency: value '
                                 '(and optionally "metric" and "higher_is_better")' % path)

@@ -326,6 +326,7 @@ def test_a_targets_file_that_is_not_yaml_is_named(tmp_path):
     with pytest.raises(SweepResultsError) as raised:
         sweep_metrics.load_targets(path)
     assert str(raised.value).startswith('the targets file %s is not YAML: while parsing a flow sequence' % path)
+    assert '\n' not in str(raised.value), 'one line, as every error the play prints'
 
 
 def test_a_missing_targets_file_is_an_error(tmp_path):

@@ -55,7 +55,7 @@ def _metric_columns():
 METRIC_COLUMNS = tuple(_metric_columns())
 LATENCY_COLUMNS = frozenset(column for column in METRIC_COLUMNS if column.endswith('(ms)'))
 
-IDENTITY_COLUMNS = ('Run ID', 'Host', 'Simulated', 'Model', 'ISL', 'OSL', 'Variant', 'Concurrency',
+IDENTITY_COLUMNS = ('Run ID', 'Host', 'Simulated', 'Model', 'ISL', 'OSL', 'Range Ratio', 'Variant', 'Concurrency',
                     'TP', 'PP', 'DP', 'EP', 'DP Attention', 'GPUs', 'Workers', 'Fleet', 'Node Concurrency')
 RUN_COLUMNS = ('Completed', 'Num Prompts', 'Duration (s)', 'Total Input Tokens', 'Total Output Tokens',
                'Throughput (tok/s)', 'Output Throughput (tok/s)', 'Input Throughput (tok/s)')
@@ -66,10 +66,13 @@ CSV_COLUMNS = IDENTITY_COLUMNS + METRIC_COLUMNS + RUN_COLUMNS + TARGET_COLUMNS +
 INT_COLUMNS = frozenset(('ISL', 'OSL', 'Concurrency', 'TP', 'PP', 'DP', 'EP', 'GPUs', 'Workers', 'Node Concurrency',
                          'Completed', 'Num Prompts', 'Total Input Tokens', 'Total Output Tokens'))
 BOOL_COLUMNS = frozenset(('Simulated', 'DP Attention', 'Fleet', 'Below Target'))
-FLOAT_COLUMNS = frozenset(METRIC_COLUMNS + ('Duration (s)', 'Throughput (tok/s)', 'Output Throughput (tok/s)',
+FLOAT_COLUMNS = frozenset(METRIC_COLUMNS + ('Range Ratio', 'Duration (s)', 'Throughput (tok/s)', 'Output Throughput (tok/s)',
                                             'Input Throughput (tok/s)', 'Target', 'Ratio'))
 NUMERIC_COLUMNS = tuple(column for column in CSV_COLUMNS if column in INT_COLUMNS | FLOAT_COLUMNS
-                        and column not in ('Target', 'Ratio'))
+                        and column not in ('Range Ratio', 'Target', 'Ratio'))
+
+# The bench client's workload options a targets file may name, and the CSV column of each.
+TARGET_WORKLOAD_KEYS = {'random_input_len': 'ISL', 'random_output_len': 'OSL', 'random_range_ratio': 'Range Ratio'}
 
 # InferenceX's process_result.py keys for the same numbers, accepted as target metric names.
 _INFERENCEX_KEYS = {
@@ -97,6 +100,15 @@ def _finite(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value if math.isfinite(value) else None
+
+
+def optional_float(value):
+    """A finite float from a manifest or record value, else None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def optional_int(value):
@@ -274,6 +286,8 @@ def normalise(record, context):
     for column, key in (('ISL', 'random_input_len'), ('OSL', 'random_output_len')):
         if row[column] is None:
             row[column] = optional_int(_finite(record.get(key)))
+    if row['Range Ratio'] is None:
+        row['Range Ratio'] = optional_float(_finite(record.get('random_range_ratio')))
     row.update(throughput_metrics(record, context['GPUs']))
     row.update(latency_metrics(record))
     return row
@@ -329,9 +343,17 @@ def load_targets(path):
     if not isinstance(data, dict) or not isinstance(data.get('targets'), dict) or not data['targets']:
         raise SweepResultsError('%s must be a mapping with a non-empty "targets" mapping of concurrency: value '
                                 '(and optionally "metric" and "higher_is_better")' % path)
-    unknown = sorted(set(data) - {'metric', 'targets', 'higher_is_better'})
+    unknown = sorted(set(data) - {'metric', 'targets', 'higher_is_better'} - set(TARGET_WORKLOAD_KEYS))
     if unknown:
-        raise SweepResultsError('%s has unknown keys %s; allowed: metric, targets, higher_is_better' % (path, unknown))
+        raise SweepResultsError('%s has unknown keys %s; allowed: metric, targets, higher_is_better, %s'
+                                % (path, unknown, ', '.join(TARGET_WORKLOAD_KEYS)))
+    workload = {}
+    for key, column in TARGET_WORKLOAD_KEYS.items():
+        if key in data:
+            value = optional_float(data[key])
+            if value is None or value < 0 or isinstance(data[key], bool):
+                raise SweepResultsError('%s: %s must be a number, not %r' % (path, key, data[key]))
+            workload[column] = value
     metric = resolve_metric(data.get('metric') or DEFAULT_TARGET_METRIC)
     higher_is_better = data.get('higher_is_better', metric not in LATENCY_COLUMNS)
     if not isinstance(higher_is_better, bool):
@@ -339,7 +361,23 @@ def load_targets(path):
     targets = {}
     for conc, value in data['targets'].items():
         targets[_concurrency_key(conc, path)] = _target_value(conc, value, path)
-    return {'metric': metric, 'higher_is_better': higher_is_better, 'targets': targets, 'path': str(path)}
+    return {'metric': metric, 'higher_is_better': higher_is_better, 'targets': targets, 'path': str(path),
+            'workload': workload}
+
+
+def workload_mismatch(targets, rows):
+    """What the targets file says it was measured at and the run's rows differ in: [(column, targets', run's)].
+
+    A targets file may name its workload (random_input_len, random_output_len, random_range_ratio: the
+    bench client's options); InferenceX's runs of 8192/1024 draw lengths with a range ratio of 0.8, the
+    walkthrough's bench 1.0, and the per-GPU figures of the two are not the same workload's.
+    """
+    mismatches = []
+    for column, expected in sorted(((targets or {}).get('workload') or {}).items(), key=lambda item: IDENTITY_COLUMNS.index(item[0])):
+        used = sorted({row[column] for row in rows if row.get(column) is not None})
+        if used and used != [expected]:
+            mismatches.append((column, expected, used))
+    return mismatches
 
 
 def misses_target(ratio, higher_is_better):

@@ -26,6 +26,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics impo
     OUTPUT_THROUGHPUT_PER_GPU,
     THROUGHPUT_PER_GPU,
     latency_column,
+    workload_mismatch,
 )
 
 RESULTS_CSV = 'results.csv'
@@ -238,6 +239,33 @@ def _divisor_text(run):
     return 'the GPUs of the point (TP x PP)'
 
 
+def _values(values):
+    return '/'.join(_plain(value) for value in values) or '?'
+
+
+def _plain(value):
+    return str(value)
+
+
+def workload_lines(run):
+    """The workload the points ran (the bench client's lengths and range ratio), for comparing with others."""
+    if not run['rows']:
+        return []
+    used = {column: sorted({row[column] for row in run['rows'] if row.get(column) is not None})
+            for column in ('ISL', 'OSL', 'Range Ratio')}
+    return ['Workload: `--dataset-name random`, ISL %s, OSL %s, `--random-range-ratio` %s (each request\'s lengths drawn '
+            'between ratio x and the full ISL and OSL). InferenceX\'s fixed-length runs use 0.8; compare with its figures '
+            'at the same ratio (docs/results.md).' % (_values(used['ISL']), _values(used['OSL']), _values(used['Range Ratio'])), '']
+
+
+def target_workload_lines(run):
+    """One line per workload option the targets file was measured at and the run was not."""
+    names = {'ISL': '`--random-input-len`', 'OSL': '`--random-output-len`', 'Range Ratio': '`--random-range-ratio`'}
+    return ['The targets were measured at %s %s; this run used %s: not the same workload, so the ratios to target '
+            'compare unlike figures.' % (names[column], _plain(expected), _values(used))
+            for column, expected, used in workload_mismatch(run['targets'], run['rows'])]
+
+
 def render_report(run):
     title = '# Sweep report: %s' % run_ids(run)
     lines = [title + (' (SIMULATED)' if run['simulated'] else ''), '']
@@ -246,10 +274,12 @@ def render_report(run):
     lines.extend(['%d valid point(s), %d invalid, %d missing the target. Per-GPU numbers divide by %s; see '
                   'docs/results.md. Data: [`%s`](%s).' % (len(run['rows']), len(run['invalid']), len(run['below']),
                                                           _divisor_text(run), RESULTS_CSV, RESULTS_CSV), ''])
+    lines.extend(workload_lines(run))
     if run['targets']:
         lines.extend(['Target: **%s** per concurrency from `%s` (%s is better).' % (
             run['targets']['metric'], os.path.basename(run['targets']['path']),
             'higher' if run['targets']['higher_is_better'] else 'lower'), ''])
+        lines.extend(['**%s**' % line for line in target_workload_lines(run)] + [''] * bool(target_workload_lines(run)))
     lines.extend(['## Results', ''])
     header = ('host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU total', 'tok/s/GPU output', 'tok/s/GPU input',
               'tok/s/user (median)', 'TTFT p99 ms', 'TPOT p99 ms', 'target', 'ratio / result')

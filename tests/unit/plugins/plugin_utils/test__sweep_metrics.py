@@ -311,7 +311,11 @@ NOT_A_TARGETS_FILE = ('{path} must be a mapping with a non-empty "targets" mappi
     ('- 32\n', NOT_A_TARGETS_FILE),
     ('targets: {}\n', NOT_A_TARGETS_FILE),
     ('metric: Output Throughput/GPU\ntarget: {32: 1}\n', NOT_A_TARGETS_FILE),
-    ('targets: {32: 1}\nunit: tok\n', "{path} has unknown keys ['unit']; allowed: metric, targets, higher_is_better"),
+    ('targets: {32: 1}\nunit: tok\n', "{path} has unknown keys ['unit']; allowed: metric, targets, higher_is_better, "
+                                      "random_input_len, random_output_len, random_range_ratio"),
+    ('targets: {32: 1}\nrandom_range_ratio: high\n', "{path}: random_range_ratio must be a number, not 'high'"),
+    ('targets: {32: 1}\nrandom_input_len: true\n', "{path}: random_input_len must be a number, not True"),
+    ('targets: {32: 1}\nrandom_range_ratio: -0.5\n', "{path}: random_range_ratio must be a number, not -0.5"),
     ('targets: {32: 1}\nhigher_is_better: maybe\n', "{path}: higher_is_better must be true or false, not 'maybe'"),
 ])
 def test_bad_targets_files_are_refused_with_the_cause(tmp_path, text, message):
@@ -339,7 +343,22 @@ def test_a_missing_targets_file_is_an_error(tmp_path):
 def test_the_smallest_concurrency_and_a_fractional_target_are_accepted(tmp_path):
     path = write_targets(tmp_path / 'targets.yml', 'targets: {1: 0.5}\n')
     assert sweep_metrics.load_targets(path) == {'metric': 'Output Throughput/GPU (tok/s)', 'higher_is_better': True,
-                                                'targets': {1: 0.5}, 'path': path}
+                                                'targets': {1: 0.5}, 'path': path, 'workload': {}}
+
+
+def test_a_targets_file_names_the_workload_it_was_measured_at(tmp_path):
+    path = write_targets(tmp_path / 'targets.yml', 'targets: {64: 100}\nrandom_input_len: 8192\nrandom_output_len: 1024\n'
+                                                   'random_range_ratio: 0.8\n')
+    assert sweep_metrics.load_targets(path)['workload'] == {'ISL': 8192.0, 'OSL': 1024.0, 'Range Ratio': 0.8}
+
+
+def test_a_workload_mismatch_names_each_option_the_run_did_not_use():
+    targets = {'workload': {'Range Ratio': 0.8, 'ISL': 8192.0, 'OSL': 1024.0}}
+    rows = [{'ISL': 8192, 'OSL': 1024, 'Range Ratio': 1.0}, {'ISL': 8192, 'OSL': 1024, 'Range Ratio': None}]
+    assert sweep_metrics.workload_mismatch(targets, rows) == [('Range Ratio', 0.8, [1.0])]
+    assert sweep_metrics.workload_mismatch(targets, [{'ISL': 1024, 'OSL': 1024, 'Range Ratio': 0.8}]) == [('ISL', 8192.0, [1024])]
+    assert sweep_metrics.workload_mismatch({'workload': {}}, rows) == []
+    assert sweep_metrics.workload_mismatch(None, rows) == []
 
 
 def test_targets_give_ratio_and_below_flag(run_dir, tmp_path):

@@ -342,3 +342,44 @@ def test_a_fleet_point_that_records_no_workers_is_left_out_as_invalid(run_dir):
     assert [(entry['host'], entry['reason']) for entry in run['invalid']] == [
         ('node1', 'the fleet point records no workers the router listed, so the GPUs that served it are unknown')]
     assert not [line for line in sweep_render.text_table(run).splitlines() if line.startswith('  fleet point')]
+
+
+# ---------------------------------------------------------------- workload (ISL, OSL, range ratio)
+
+def test_every_csv_row_carries_the_range_ratio_from_the_manifest_or_else_the_line(run_dir):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32), point(64)],
+                              bench_args={'random_input_len': 8192, 'random_output_len': 1024, 'random_range_ratio': 0.8})
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64))
+    host_dir = write_manifest(run_dir, 'infera-node-2', [point(32)], bench_args={})
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, random_range_ratio=0.5))
+    summary = sweep_report.rebuild(str(run_dir))
+    rows = sweep_render.load_csv(summary['csv_path'])
+    assert [(row['Host'], row['ISL'], row['OSL'], row['Range Ratio']) for row in rows] == [
+        ('infera-node-1', 8192, 1024, 0.8), ('infera-node-1', 8192, 1024, 0.8), ('infera-node-2', 8192, 1024, 0.5)]
+    header = (run_dir / 'results.csv').read_text(encoding='utf-8').splitlines()[0].split(',')
+    assert header[4:7] == ['ISL', 'OSL', 'Range Ratio']
+    report = sweep_render.render_report(sweep_report.collect(str(run_dir))).splitlines()
+    assert "Workload: `--dataset-name random`, ISL 8192, OSL 1024, `--random-range-ratio` 0.5/0.8 (each request's " \
+           "lengths drawn between ratio x and the full ISL and OSL). InferenceX's fixed-length runs use 0.8; compare " \
+           "with its figures at the same ratio (docs/results.md)." in report
+
+
+def test_targets_measured_at_another_workload_say_so_beside_the_comparison(run_dir, tmp_path):
+    standard_run(run_dir)  # ISL 8192, OSL 1024, range ratio 1.0
+    targets = write_targets(tmp_path / 't.yml', 'targets: {64: 600}\nrandom_input_len: 8192\nrandom_output_len: 1024\n'
+                                                'random_range_ratio: 0.8\n')
+    report = sweep_render.render_report(sweep_report.collect(str(run_dir), targets)).splitlines()
+    start = report.index('Target: **Output Throughput/GPU (tok/s)** per concurrency from `t.yml` (higher is better).')
+    assert report[start + 1:start + 4] == [
+        '',
+        '**The targets were measured at `--random-range-ratio` 0.8; this run used 1.0: not the same workload, so the '
+        'ratios to target compare unlike figures.**',
+        '']
+
+
+def test_targets_measured_at_the_same_workload_add_nothing(run_dir, tmp_path):
+    standard_run(run_dir)
+    targets = write_targets(tmp_path / 't.yml', 'targets: {64: 600}\nrandom_range_ratio: 1.0\nrandom_output_len: 1024\n')
+    report = sweep_render.render_report(sweep_report.collect(str(run_dir), targets))
+    assert 'The targets were measured at' not in report

@@ -81,6 +81,28 @@ def test_a_recipe_without_a_lever_is_refused_in_one_line(tmp_path):
                          "value comes from recipe.env"), line
 
 
+@pytest.mark.parametrize("playbook", ["deploy_mixed.yml", "sweep.yml", "preflight.yml"])
+@pytest.mark.parametrize("setting, value, expected", [
+    ("infera_image", "", "infera_image is empty: give the engine image ($IMG of the walkthrough), "
+                         "e.g. registry.example.com/infera/sglang-rocm:dsv4-mi355x"),
+    ("infera_model_path", "", 'infera_model_path "" is not an absolute path: give the model directory on the node '
+                              "($MODEL of the walkthrough)"),
+    ("infera_model_path", "models/dsv4", 'infera_model_path "models/dsv4" is not an absolute path: give the model '
+                                         "directory on the node ($MODEL of the walkthrough)"),
+    ("infera_hf_cache", "hf", 'infera_hf_cache "hf" is not an absolute path: give the node\'s Hugging Face cache '
+                              "($HF_CACHE of the walkthrough)"),
+    ("infera_etcd_endpoint", "etcd:2379", 'etcd endpoint "etcd:2379" (infera_etcd_endpoint) is not http(s)://HOST:PORT, '
+                                          "e.g. http://10.0.0.5:2379"),
+    ("infera_etcd_endpoint", "http://10.0.0.5", 'etcd endpoint "http://10.0.0.5" (infera_etcd_endpoint) is not '
+                                                "http(s)://HOST:PORT, e.g. http://10.0.0.5:2379"),
+    ("infera_etcd_endpoint", "http://10.0.0.5:2379/v3 x", 'etcd endpoint "http://10.0.0.5:2379/v3 x" (infera_etcd_endpoint) '
+                                                          "is not http(s)://HOST:PORT, e.g. http://10.0.0.5:2379"),
+])
+def test_a_bad_inventory_setting_is_refused_in_one_line_by_every_playbook(tmp_path, playbook, setting, value, expected):
+    line = refused(tmp_path, playbook, "-e", json.dumps({"conc": 64, "run_id": "r", setting: value}))
+    assert line.endswith("node-a: stage checks: " + expected), line
+
+
 def test_duplicated_sweep_concurrencies_are_refused_in_one_line(tmp_path):
     line = refused(tmp_path, "sweep.yml", "-e", json.dumps({"concurrencies": [64, 32, 64], "run_id": "dup"}))
     assert line.endswith("conc lists 64 more than once; each concurrency may appear only once"), line

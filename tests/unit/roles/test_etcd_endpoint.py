@@ -68,4 +68,4 @@ def test_neither_stops_deploy_with_one_line_before_anything_runs(tmp_path):
     # Only the checks ran: no role, no node address, nothing after the failed assert.
     tasks = [line for line in result.stdout.splitlines() if line.startswith("TASK [")]
     assert [task.split("]")[0] for task in tasks] == ["TASK [Deploy mixed | Require the concurrency",
-                                                      "TASK [Deploy mixed | Require the fleet's etcd (infera_etcd_endpoint, or an infera_etcd host)"]
+                                                      "TASK [Settings | Require the fleet's etcd (infera_etcd_endpoint, or an infera_etcd host)"]

@@ -209,18 +209,18 @@ def test_a_log_of_exactly_256_kib_is_read_from_its_first_line(tmp_path):
 
 def test_bytes_that_are_not_utf_8_are_shown_replaced(tmp_path):
     # A Latin-1 path in a complete line, and a poll that ends inside a character of tqdm's bar.
-    bar = ' 35%|\u2588\u2588\u2588\u258c      | 7/20'
-    cut = bar.encode().index('\u258c'.encode()) + 2
+    tqdm_bar = ' 35%|\u2588\u2588\u2588\u258c      | 7/20'
+    cut = tqdm_bar.encode().index('\u258c'.encode()) + 2
     path = tmp_path / 'engine.log'
-    path.write_bytes(b'Loading weights from /models/caf\xe9\n\r' + bar.encode()[:cut])
+    path.write_bytes(b'Loading weights from /models/caf\xe9\n\r' + tqdm_bar.encode()[:cut])
     reading = new_reading()
     seen = []
     read_on(str(path), reading, seen.append)
     assert seen == ['Loading weights from /models/caf\ufffd', ' 35%|\u2588\u2588\u2588\ufffd']
     assert tail_lines(reading) == ['Loading weights from /models/caf\ufffd', ' 35%|\u2588\u2588\u2588\ufffd']
-    path.write_bytes(b'Loading weights from /models/caf\xe9\n\r' + bar.encode())
+    path.write_bytes(b'Loading weights from /models/caf\xe9\n\r' + tqdm_bar.encode())
     read_on(str(path), reading)
-    assert tail_lines(reading) == ['Loading weights from /models/caf\ufffd', bar]
+    assert tail_lines(reading) == ['Loading weights from /models/caf\ufffd', tqdm_bar]
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
@@ -99,9 +100,9 @@ def test_finished_point_succeeds(point):
 
 def test_finished_point_with_a_live_engine_succeeds(point):
     with HealthServer() as health:
-        later(0.4, point.exit_file, '0')
+        when(lambda: health.hits >= 2, point.exit_file, '0')
         result, warnings = wait_for_point(point.params(engine_health_url=health.url, health_interval=0.05,
-                                                       health_failures=1))
+                                                       health_failures=1, deadline=5))
     assert result['rc'] == 0
     assert health.hits >= 2
     assert warnings == ['the bench client on node3 exited 0 for point c64 but %s has no result line; the point has '
@@ -112,9 +113,9 @@ def test_health_checks_bypass_a_proxy_from_the_environment(point, monkeypatch):
     monkeypatch.setenv('http_proxy', 'http://127.0.0.1:9')
     monkeypatch.setenv('no_proxy', '')
     with HealthServer() as health:
-        later(0.4, point.exit_file, '0')
+        when(lambda: health.hits >= 2, point.exit_file, '0')
         result, _warnings = wait_for_point(point.params(engine_health_url=health.url, health_interval=0.05,
-                                                        health_failures=1))
+                                                        health_failures=1, deadline=5))
     assert result['aborted'] is False
     assert health.hits >= 2
 
@@ -189,6 +190,69 @@ def test_exit_code_written_just_after_the_file_appears_counts(point):
     later(0.3, point.exit_file, '0\n')
     result, _warnings = wait_for_point(point.params())
     assert result['rc'] == 0
+
+
+RESULTS_BLOCK = [
+    ' 100%|##########| 640/640 [01:40<00:00,  6.40it/s]',
+    '============ Serving Benchmark Result ============',
+    'Successful requests:                     640',
+]
+
+
+def test_the_results_block_written_as_the_client_exits_is_read(point):
+    # The client's last lines land while the wrapper is still writing its exit code: after the last poll read the log.
+    with open(point.exit_file, 'w'):
+        pass
+    later(0.4, point.log, '\n'.join(BENCH_LOG + RESULTS_BLOCK) + '\n')
+    later(0.6, point.exit_file, '0\n')
+    result, _warnings = wait_for_point(point.params())
+    assert result['progress'] == {'stage': 'results', 'warmup_requests': 128, 'completed': 640, 'total': 640,
+                                  'bar_elapsed': 100}
+
+
+@pytest.mark.parametrize('code', [0, 1])
+def test_a_finished_client_stops_no_process(point, short_engine_grace, code):
+    # The wrapper that wrote the exit file may still be ending, and its command line has the output path too.
+    with BenchProcess() as bench:
+        with open(point.exit_file, 'w') as handle:
+            handle.write('%d\n' % code)
+        params = point.params(kill_match=bench.mark)
+        if code == 0:
+            result, _warnings = wait_for_point(params)
+        else:
+            _message, result = failure(params)
+        assert bench.process.poll() is None
+    assert (result['rc'], result['killed_pids'], result['changed']) == (code, [], False)
+
+
+def test_a_failed_client_is_reported_once_the_engine_grace_is_over(point, short_engine_grace):
+    with open(point.exit_file, 'w') as handle:
+        handle.write('1\n')
+    errors = []
+
+    def run():
+        try:
+            wait_for_point(point.params())
+        except WaitError as error:
+            errors.append(error)
+    # In a thread, so that a wait that never ends fails the test instead of hanging it.
+    waiter = threading.Thread(target=run, daemon=True)
+    started = time.time()
+    waiter.start()
+    waiter.join(5)
+    assert short_engine_grace <= time.time() - started < 5
+    assert [error.details['rc'] for error in errors] == [1]
+
+
+def test_elapsed_is_counted_from_the_first_slice_in_tenths_of_a_second(point, monkeypatch):
+    started_at = 1764480060.2
+    now = started_at + 754.26
+    monkeypatch.setattr(_bench_wait, 'time', SimpleNamespace(time=lambda: now, sleep=time.sleep))
+    with open(point.exit_file, 'w') as handle:
+        handle.write('0\n')
+    resume = {'started_at': started_at, 'health_failures': 0, 'read_offset': 0, 'progress': None}
+    result, _warnings = wait_for_point(point.params(resume=resume))
+    assert result['elapsed'] == 754.3
 
 
 # ---------------------------------------------------------------- aborted points
@@ -375,18 +439,38 @@ def test_the_old_option_name_engine_log_path_is_an_alias():
 # ---------------------------------------------------------------- options
 
 @pytest.mark.parametrize('overrides, message', [
-    ({'deadline': 0}, 'deadline must be more than 0 seconds'),
-    ({'health_failures': 0}, 'health_failures must be 1 or more'),
-    ({'health_interval': 0}, 'health_interval must be more than 0 seconds'),
-    ({'poll_interval': 0}, 'poll_interval must be more than 0 and at most 10 seconds'),
-    ({'poll_interval': 30}, 'poll_interval must be more than 0 and at most 10 seconds'),
-    ({'conc': 0}, 'conc must be 1 or more'),
-    ({'kill_match': '  '}, 'kill_match must not be empty'),
-    ({'engine_health_url': '127.0.0.1:30000/health'}, 'engine_health_url must be an http:// or https:// URL'),
+    ({'deadline': 0}, 'deadline must be more than 0 seconds; got 0'),
+    ({'health_failures': 0}, 'health_failures must be 1 or more; got 0'),
+    ({'health_interval': 0}, 'health_interval must be more than 0 seconds; got 0'),
+    ({'poll_interval': 0}, 'poll_interval must be more than 0 and at most 10 seconds; got 0'),
+    ({'poll_interval': 10.5}, 'poll_interval must be more than 0 and at most 10 seconds; got 10.5'),
+    ({'poll_interval': 30}, 'poll_interval must be more than 0 and at most 10 seconds; got 30'),
+    ({'conc': 0}, 'conc must be 1 or more; got 0'),
+    ({'kill_match': '  '}, 'kill_match must not be empty; use a text only the bench command line has, such as its '
+                           'output file path'),
+    ({'engine_health_url': '127.0.0.1:30000/health'},
+     "engine_health_url must be an http:// or https:// URL; got '127.0.0.1:30000/health'"),
 ])
 def test_bad_options_fail_before_waiting(point, overrides, message):
     error, _details = failure(point.params(**overrides))
-    assert error.startswith(message)
+    assert error == message
+
+
+@pytest.mark.parametrize('overrides', [{'poll_interval': 10}, {'conc': 1}])
+def test_options_at_their_limits_are_accepted(point, overrides):
+    with open(point.exit_file, 'w') as handle:
+        handle.write('0\n')
+    result, _warnings = wait_for_point(point.params(**overrides))
+    assert (result['finished'], result['rc']) == (True, 0)
+
+
+def test_a_stage_left_unset_is_called_sweep(point):
+    with open(point.engine_exit, 'w') as handle:
+        handle.write('137\n')
+    message, _details = failure(point.params(stage=None))
+    headline = message.splitlines()[0]
+    assert headline.startswith('worker died during point c64 on node3')
+    assert ', stage sweep, 00:00 after the start. Cause: ' in headline
 
 
 # ---------------------------------------------------------------- progress of the client (slices)
@@ -522,17 +606,43 @@ def test_the_requests_part_of_the_progress_line(progress, num_prompts, expected)
 
 
 def test_a_slice_returns_what_the_next_one_needs(point):
+    started = time.time()
     result, warnings = wait_for_point(point.params(max_wait=0.2))
-    assert (result['finished'], result['aborted'], result['rc'], warnings) == (False, False, None, [])
+    assert warnings == []
     assert 0.2 <= result['elapsed'] < 2
-    resume = result['resume']
-    assert resume['progress']['stage'] == 'main'
-    assert resume['health_failures'] == 0
-    assert resume['read_offset'] == os.path.getsize(point.log)
+    progress = {'stage': 'main', 'warmup_requests': 128, 'completed': 0, 'total': None, 'bar_elapsed': None}
+    assert started <= result['resume']['started_at'] < started + 1
+    assert result == {'changed': False, 'rc': None, 'elapsed': result['elapsed'], 'aborted': False, 'finished': False,
+                      'output_lines': 0, 'log_tail': BENCH_LOG, 'killed_pids': [], 'progress': progress,
+                      'engine': {'checked': False, 'alive': None, 'failures': 0, 'last': None},
+                      'resume': {'started_at': result['resume']['started_at'], 'health_failures': 0,
+                                 'read_offset': os.path.getsize(point.log), 'progress': progress}}
     later(0.1, point.exit_file, '0\n')
-    result, _warnings = wait_for_point(point.params(resume=resume))
+    result, _warnings = wait_for_point(point.params(resume=result['resume']))
     assert result['finished'] is True
     assert result['elapsed'] >= 0.3
+    # The log gained nothing since: the progress is the one the first slice read.
+    assert result['progress'] == progress
+
+
+def test_the_first_slice_reads_the_log_from_its_first_byte(point):
+    with open(point.log, 'w') as handle:
+        handle.write('Starting warmup with 8 sequences...\n')
+    result, _warnings = wait_for_point(point.params(max_wait=0.05))
+    assert result['progress'] == {'stage': 'warmup', 'warmup_requests': 8, 'completed': 0, 'total': None,
+                                  'bar_elapsed': None}
+
+
+def test_a_log_rewritten_between_slices_starts_the_progress_over(point):
+    first, _warnings = wait_for_point(point.params(max_wait=0.05))
+    assert first['progress']['stage'] == 'main'
+    with open(point.log, 'w') as handle:
+        handle.write('Starting warmup with 8 sequences...\n')
+    with open(point.exit_file, 'w') as handle:
+        handle.write('0\n')
+    result, _warnings = wait_for_point(point.params(resume=first['resume']))
+    assert result['progress'] == {'stage': 'warmup', 'warmup_requests': 8, 'completed': 0, 'total': None,
+                                  'bar_elapsed': None}
 
 
 def test_the_deadline_counts_from_the_first_slice(point):

@@ -76,12 +76,25 @@ def _reject_duplicates(values):
 
 # ---------------------------------------------------------------- recipe
 
+# What a recipe and its parts may hold; any other key is a typo or a setting nothing reads.
+RECIPE_KEYS = ('name', 'description', 'env', 'args', 'variants', 'between', 'levers')
+VARIANT_KEYS = ('min_conc', 'max_conc', 'env', 'args')
+LEVER_KEYS = ('args', 'env')
+
+
+def _reject_unknown_keys(data, allowed, where):
+    unknown = sorted(str(key) for key in data if key not in allowed)
+    if unknown:
+        raise VariantError('%s has unknown key(s) %s; allowed: %s' % (where, ', '.join(unknown), ', '.join(allowed)))
+
+
 class Recipe:
     """A validated recipe: common env/args, variants with concurrency ranges, levers."""
 
     def __init__(self, data):
         if not isinstance(data, dict):
             raise VariantError('recipe must be a mapping; got %s' % type(data).__name__)
+        _reject_unknown_keys(data, RECIPE_KEYS, 'recipe')
         self.name = str(data.get('name') or 'recipe')
         self.env = _env_mapping(data.get('env') or {}, 'recipe.env')
         self.args = _args_mapping(data.get('args') or {}, 'recipe.args')
@@ -130,6 +143,7 @@ def _variants(value):
         spec = spec or {}
         if not isinstance(spec, dict):
             raise VariantError('%s must be a mapping; got %s' % (where, type(spec).__name__))
+        _reject_unknown_keys(spec, VARIANT_KEYS, where)
         variants[str(name)] = {
             'min_conc': _bound(spec.get('min_conc'), where + '.min_conc', 1),
             'max_conc': _bound(spec.get('max_conc'), where + '.max_conc', math.inf),
@@ -167,6 +181,7 @@ def _reject_overlaps(variants):
 def _levers(value, common_env):
     if not isinstance(value, dict):
         raise VariantError('recipe.levers must be a mapping with args and env; got %s' % type(value).__name__)
+    _reject_unknown_keys(value, LEVER_KEYS, 'recipe.levers')
     args = _args_mapping(value.get('args') or {}, 'recipe.levers.args')
     env_names = value.get('env') or []
     if not isinstance(env_names, list) or not all(isinstance(name, str) for name in env_names):

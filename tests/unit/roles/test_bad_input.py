@@ -103,6 +103,14 @@ def test_a_bad_inventory_setting_is_refused_in_one_line_by_every_playbook(tmp_pa
     assert line.endswith("node-a: stage checks: " + expected), line
 
 
+def test_a_recipe_with_an_unknown_key_is_refused_in_one_line(tmp_path):
+    recipe = REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-mixed.yml"
+    (tmp_path / "recipe.yml").write_text(recipe.read_text() + "max_concurrency: 1024\n")
+    line = refused(tmp_path, "deploy_mixed.yml", "-e", "conc=64", "-e", f"sglang_worker_recipe_file={tmp_path}/recipe.yml")
+    assert line.endswith("recipe has unknown key(s) max_concurrency; allowed: name, description, env, args, variants, "
+                         "between, levers"), line
+
+
 def test_duplicated_sweep_concurrencies_are_refused_in_one_line(tmp_path):
     line = refused(tmp_path, "sweep.yml", "-e", json.dumps({"concurrencies": [64, 32, 64], "run_id": "dup"}))
     assert line.endswith("conc lists 64 more than once; each concurrency may appear only once"), line

@@ -361,6 +361,12 @@ def test_accepted_concurrency_forms(raw, expected):
     (lambda r: r['env'].update({1: 'x'}), 'recipe.env has a non-string variable name 1'),
     (lambda r: r['env'].update({'': 'x'}), "recipe.env has a non-string variable name ''"),
     (lambda r: r.update(env=['SGLANG_USE_AITER=1']), 'recipe.env must be a mapping of NAME: value; got list'),
+    # A key nothing reads is a typo (levrs, arg) or a setting that silently does nothing.
+    (lambda r: r.update(levrs={}), 'recipe has unknown key(s) levrs; allowed: name, description, env, args, variants, '
+                                   'between, levers'),
+    (lambda r: r['variants']['dp'].update(max_concurrency=1024, arg={}),
+     'recipe.variants.dp has unknown key(s) arg, max_concurrency; allowed: min_conc, max_conc, env, args'),
+    (lambda r: r['levers'].update(environment=[]), 'recipe.levers has unknown key(s) environment; allowed: args, env'),
 ])
 def test_bad_recipe_is_named(recipe, mutate, expected):
     mutate(recipe)

@@ -65,15 +65,22 @@ def test_engine_oom_during_capture_names_node_stage_cause_and_next_step(clean_no
 
 def test_hf_token_reaches_the_engine_but_is_never_printed(clean_node):
     secret = "hf_rehearsalSENTINEL0123456789"
-    rc, out = deploy("-e", "conc=64", "-v", env={"HF_TOKEN": secret})
+    rc, out = deploy("-e", "conc=64", "-vvv", env={"HF_TOKEN": secret})
     assert rc == 0, out[-3000:]
     assert secret not in out
+    token_file = "/var/lib/infera/sgl_mix/run/secrets.env"
+    assert clean_node.sh(f"stat -c %a {token_file}").stdout.strip() == "600"
     environ = clean_node.sh(
         "tr '\\0' '\\n' </proc/$(pgrep -f '^python -m infera[.]engine[.]sglang ')/environ").stdout
     assert f"HF_TOKEN={secret}" in environ.splitlines()
     leaked = clean_node.sh(f"grep -rl {secret} /var/lib/infera/sgl_mix/scripts /var/lib/infera/sgl_mix/logs "
                            f"/var/lib/infera/sgl_mix/results || true").stdout.strip()
     assert leaked == "", f"token written to {leaked}"
+    # Teardown leaves no token behind on the node, and prints none either.
+    rc, out = run_playbook("teardown.yml", "-vvv", env={"HF_TOKEN": secret}, timeout=300)
+    assert rc == 0, out[-3000:]
+    assert secret not in out
+    assert clean_node.sh(f"test -e {token_file} && echo present || echo gone").stdout.strip() == "gone"
 
 
 def test_raising_capture_size_warns_about_memory(clean_node):

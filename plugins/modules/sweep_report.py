@@ -36,6 +36,9 @@ description:
   - With node points of several hosts, a fleet section compares each node's token throughput per GPU at each
     concurrency with the fleet median and flags the nodes more than 10 % below it (exactly 10 % is not flagged), in the
     report, the table, RV(fleet) and a warning.
+  - A point whose client re-encoded its output to a count more than 10 % away from the server's
+    (C(total_output_tokens_retokenized) against C(total_output_tokens)) is flagged as a tokenizer mismatch in the report,
+    the table and its CSV row (C(Tokenizer Mismatch)): its throughput figures count tokens the client does not reproduce.
   - When any manifest says C(simulated), the report, the table and the plot title say SIMULATED, because such numbers come from
     the rehearsal simulator and are not hardware results.
 author:
@@ -75,6 +78,8 @@ options:
         C(output_tput_per_gpu) are accepted); it defaults to C(Output Throughput/GPU).
       - C(higher_is_better) is optional; it defaults to false for the latency columns (ms) and true for the rest.
       - A targeted concurrency that the sweep ran but that has no valid point counts as missing its target.
+      - C(random_input_len), C(random_output_len) and C(random_range_ratio) are optional and say the workload the
+        targets were measured at; when the run used another, the report says so beside the comparison.
       - A path on the controller; a relative path is taken from the playbook's directory.
     type: path
   below_target:

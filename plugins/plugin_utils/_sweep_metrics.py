@@ -57,15 +57,19 @@ LATENCY_COLUMNS = frozenset(column for column in METRIC_COLUMNS if column.endswi
 
 IDENTITY_COLUMNS = ('Run ID', 'Host', 'Simulated', 'Model', 'ISL', 'OSL', 'Range Ratio', 'Variant', 'Concurrency',
                     'TP', 'PP', 'DP', 'EP', 'DP Attention', 'GPUs', 'Workers', 'Fleet', 'Node Concurrency')
-RUN_COLUMNS = ('Completed', 'Num Prompts', 'Duration (s)', 'Total Input Tokens', 'Total Output Tokens',
-               'Throughput (tok/s)', 'Output Throughput (tok/s)', 'Input Throughput (tok/s)')
+RETOKENIZED = 'Retokenized Output Tokens'
+TOKENIZER_MISMATCH = 'Tokenizer Mismatch'
+# Beyond this fraction apart, the client's and the server's counts of the output are not the same tokens.
+TOKENIZER_MISMATCH_LIMIT = 0.10
+RUN_COLUMNS = ('Completed', 'Num Prompts', 'Duration (s)', 'Total Input Tokens', 'Total Output Tokens', RETOKENIZED,
+               TOKENIZER_MISMATCH, 'Throughput (tok/s)', 'Output Throughput (tok/s)', 'Input Throughput (tok/s)')
 TARGET_COLUMNS = ('Target Metric', 'Target', 'Ratio', 'Below Target')
 TRACE_COLUMNS = ('Status', 'File')
 CSV_COLUMNS = IDENTITY_COLUMNS + METRIC_COLUMNS + RUN_COLUMNS + TARGET_COLUMNS + TRACE_COLUMNS
 
 INT_COLUMNS = frozenset(('ISL', 'OSL', 'Concurrency', 'TP', 'PP', 'DP', 'EP', 'GPUs', 'Workers', 'Node Concurrency',
-                         'Completed', 'Num Prompts', 'Total Input Tokens', 'Total Output Tokens'))
-BOOL_COLUMNS = frozenset(('Simulated', 'DP Attention', 'Fleet', 'Below Target'))
+                         'Completed', 'Num Prompts', 'Total Input Tokens', 'Total Output Tokens', RETOKENIZED))
+BOOL_COLUMNS = frozenset(('Simulated', 'DP Attention', 'Fleet', 'Below Target', TOKENIZER_MISMATCH))
 FLOAT_COLUMNS = frozenset(METRIC_COLUMNS + ('Range Ratio', 'Duration (s)', 'Throughput (tok/s)', 'Output Throughput (tok/s)',
                                             'Input Throughput (tok/s)', 'Target', 'Ratio'))
 NUMERIC_COLUMNS = tuple(column for column in CSV_COLUMNS if column in INT_COLUMNS | FLOAT_COLUMNS
@@ -278,6 +282,15 @@ def throughput_metrics(record, gpus):
     }
 
 
+def retokenized_gap(row):
+    """How far the client's count of the output, re-encoded with its --tokenizer, is from the server's count
+    (a fraction of the server's), or None when the client wrote no such count or the server counted none."""
+    reported, retokenized = row['Total Output Tokens'], row[RETOKENIZED]
+    if retokenized is None or not reported:
+        return None
+    return abs(retokenized - reported) / reported
+
+
 def normalise(record, context):
     """One CSV row from a valid record and its context (identity and parallelism columns)."""
     row = dict.fromkeys(CSV_COLUMNS)
@@ -289,6 +302,9 @@ def normalise(record, context):
     if row['Range Ratio'] is None:
         row['Range Ratio'] = optional_float(_finite(record.get('random_range_ratio')))
     row.update(throughput_metrics(record, context['GPUs']))
+    row[RETOKENIZED] = optional_int(_finite(record.get('total_output_tokens_retokenized')))
+    gap = retokenized_gap(row)
+    row[TOKENIZER_MISMATCH] = None if gap is None else gap > TOKENIZER_MISMATCH_LIMIT
     row.update(latency_metrics(record))
     return row
 

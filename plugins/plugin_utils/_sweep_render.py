@@ -24,8 +24,12 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics impo
     INT_COLUMNS,
     MEDIAN_INTERACTIVITY,
     OUTPUT_THROUGHPUT_PER_GPU,
+    RETOKENIZED,
     THROUGHPUT_PER_GPU,
+    TOKENIZER_MISMATCH,
+    TOKENIZER_MISMATCH_LIMIT,
     latency_column,
+    retokenized_gap,
     workload_mismatch,
 )
 
@@ -117,6 +121,20 @@ def invalid_line(entry, markdown=False):
     return '%s c%s %s (%s): %s' % (entry['host'], entry['conc'], entry['variant'], entry['status'], entry['reason'])
 
 
+def tokenizer_mismatch_line(row):
+    """One point whose output the client's tokenizer counts differently from the server (issue: wrong tokens counted)."""
+    return ('%s c%s %s: the client re-encoded the output to %d tokens where the server counted %d (%s apart, more than '
+            '%s): the throughput figures count the server\'s tokens, which the client\'s --tokenizer does not '
+            'reproduce. Next step: check that the sweep\'s tokenizer (sweep_tokenizer) and the engine\'s are the '
+            'model\'s own, then rerun the point.' % (
+                host_label(row), row['Concurrency'], row['Variant'], row[RETOKENIZED], row['Total Output Tokens'],
+                _percent(retokenized_gap(row)), _percent(TOKENIZER_MISMATCH_LIMIT, 0)))
+
+
+def tokenizer_mismatches(run):
+    return [row for row in run['rows'] if row[TOKENIZER_MISMATCH]]
+
+
 def simulated_banner(run):
     return 'SIMULATED run %s: numbers from the GPU-free rehearsal simulator, not hardware results' % run_ids(run)
 
@@ -151,6 +169,7 @@ def text_table(run):
         lines.append('(no valid point)')
     for entry in run['invalid']:
         lines.append('INVALID ' + invalid_line(entry))
+    lines.extend('TOKENIZER MISMATCH ' + tokenizer_mismatch_line(row) for row in tokenizer_mismatches(run))
     lines.extend(_fleet_text(run['fleet']))
     return '\n'.join(lines)
 
@@ -240,11 +259,7 @@ def _divisor_text(run):
 
 
 def _values(values):
-    return '/'.join(_plain(value) for value in values) or '?'
-
-
-def _plain(value):
-    return str(value)
+    return '/'.join(str(value) for value in values) or '?'
 
 
 def workload_lines(run):
@@ -262,7 +277,7 @@ def target_workload_lines(run):
     """One line per workload option the targets file was measured at and the run was not."""
     names = {'ISL': '`--random-input-len`', 'OSL': '`--random-output-len`', 'Range Ratio': '`--random-range-ratio`'}
     return ['The targets were measured at %s %s; this run used %s: not the same workload, so the ratios to target '
-            'compare unlike figures.' % (names[column], _plain(expected), _values(used))
+            'compare unlike figures.' % (names[column], str(expected), _values(used))
             for column, expected, used in workload_mismatch(run['targets'], run['rows'])]
 
 
@@ -335,7 +350,16 @@ def _fleet_section(fleet):
 
 
 def _problem_sections(run):
-    lines = ['## Invalid or aborted points', '']
+    lines = ['## Tokenizer mismatch', '']
+    if tokenizer_mismatches(run):
+        lines.append('Points whose output token counts disagree by more than %s (still in the CSV, with '
+                     '`%s` true):' % (_percent(TOKENIZER_MISMATCH_LIMIT, 0), TOKENIZER_MISMATCH))
+        lines.append('')
+        lines.extend('- **%s**' % tokenizer_mismatch_line(row) for row in tokenizer_mismatches(run))
+    else:
+        lines.append('None: on every point the client\'s re-encoded output count is within %s of the server\'s '
+                     '(or the client wrote none).' % _percent(TOKENIZER_MISMATCH_LIMIT, 0))
+    lines.extend(['', '## Invalid or aborted points', ''])
     if run['invalid']:
         lines.append('Not in the CSV, the table or the plot:')
         lines.append('')

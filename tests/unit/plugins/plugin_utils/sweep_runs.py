@@ -31,6 +31,7 @@ def bench_record(conc, num_prompts=None, duration=100.0, input_tokens=None, outp
         'random_input_len': 8192, 'random_output_len': 1024, 'random_range_ratio': 1.0,
         'duration': duration, 'completed': num_prompts,
         'total_input_tokens': input_tokens, 'total_output_tokens': output_tokens,
+        'total_output_tokens_retokenized': output_tokens,
         # Deliberately wrong: the report must compute throughputs, never copy these.
         'input_throughput': 1.0, 'output_throughput': 2.0, 'total_throughput': 3.0,
     }

@@ -488,3 +488,40 @@ def test_the_metric_columns_follow_the_inferencex_export_order():
         + tuple('%s Interactivity (tok/s/user)' % statistic for statistic in statistics)
         + tuple('%s ITL (ms)' % statistic for statistic in statistics)
         + tuple('%s E2E Latency (ms)' % statistic for statistic in statistics))
+
+
+# ---------------------------------------------------------------- tokenizer mismatch
+
+@pytest.mark.parametrize('retokenized, gap, flagged', [
+    (1024 * 320, 0.0, False),
+    (1024 * 352, 0.1, False),       # exactly 10 % more: not flagged
+    (1024 * 352 + 1, 0.1, True),    # one token past 10 %
+    (1024 * 288, 0.1, False),       # exactly 10 % fewer
+    (1024 * 288 - 1, 0.1, True),
+    (None, None, None),             # a client that writes no retokenized count
+])
+def test_points_whose_counts_differ_by_more_than_ten_percent_are_flagged(retokenized, gap, flagged):
+    extra = {} if retokenized is None else {'total_output_tokens_retokenized': retokenized}
+    record = bench_record(32, output_tokens=1024 * 320)
+    record.pop('total_output_tokens_retokenized')
+    record.update(extra)
+    row = sweep_metrics.normalise(record, {'GPUs': 8})
+    assert row['Retokenized Output Tokens'] == retokenized
+    assert row['Tokenizer Mismatch'] is flagged
+    assert sweep_metrics.retokenized_gap(row) == (None if gap is None else pytest.approx(gap, abs=1e-5))
+
+
+def test_a_point_whose_server_counted_no_output_has_no_gap_to_judge():
+    row = sweep_metrics.normalise(bench_record(2, num_prompts=2, output_tokens=0, total_output_tokens_retokenized=5),
+                                  {'GPUs': 8})
+    assert (sweep_metrics.retokenized_gap(row), row['Tokenizer Mismatch']) == (None, None)
+
+
+@pytest.mark.parametrize('line', [LINE_0_5, LINE_0_4], ids=['sglang-0.5.23', 'sglang-0.4.10.post2'])
+def test_real_lines_from_a_stub_server_are_flagged(line):
+    # These lines came from a stub server whose text does not re-encode to the counts it reported.
+    record = json.loads(line.read_text())
+    row = sweep_metrics.normalise(record, {'GPUs': 1})
+    assert row['Retokenized Output Tokens'] == record['total_output_tokens_retokenized']
+    assert row['Total Output Tokens'] == record['total_output_tokens']
+    assert row['Tokenizer Mismatch'] is True

@@ -76,6 +76,33 @@ def test_the_report_says_simulated_and_marks_points_below_target(run_dir, tmp_pa
     assert 'INVALID infera-node-2 c32 nodp (aborted): marked aborted by the sweep: router unhealthy' in summary['table']
 
 
+def test_a_tokenizer_mismatch_is_flagged_in_the_table_the_report_and_the_csv(run_dir):
+    host_dir = write_manifest(run_dir, 'infera-node-1', [point(32), point(64)])
+    write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, total_output_tokens_retokenized=1024 * 320))
+    write_lines(host_dir / 'mix_c64.jsonl', bench_record(64, total_output_tokens_retokenized=1024 * 640 * 13 // 10))
+    summary = sweep_report.rebuild(str(run_dir))
+    flagged = ('infera-node-1 c64 nodp: the client re-encoded the output to 851968 tokens where the server counted '
+               '655360 (30.0 % apart, more than 10 %)')
+    assert [line for line in summary['table'].splitlines() if line.startswith('TOKENIZER MISMATCH')] == [
+        'TOKENIZER MISMATCH ' + sweep_render.tokenizer_mismatch_line(summary['rows'][1])]
+    assert flagged in summary['table']
+    report = (run_dir / 'report.md').read_text(encoding='utf-8')
+    section = report.split('## Tokenizer mismatch\n', 1)[1].split('\n## ', 1)[0]
+    assert '- **' + flagged in section
+    assert 'c32' not in section
+    rows = sweep_render.load_csv(summary['csv_path'])
+    assert [(row['Concurrency'], row['Retokenized Output Tokens'], row['Tokenizer Mismatch']) for row in rows] == [
+        (32, 327680, False), (64, 851968, True)]
+
+
+def test_without_a_mismatch_the_report_says_none(run_dir):
+    standard_run(run_dir)
+    summary = sweep_report.rebuild(str(run_dir))
+    assert 'TOKENIZER MISMATCH' not in summary['table']
+    report = (run_dir / 'report.md').read_text(encoding='utf-8')
+    assert report.split('## Tokenizer mismatch\n\n', 1)[1].startswith('None: on every point')
+
+
 def mixed_run(run_dir):
     """standard_run plus a c128 point whose line has no P99 TTFT."""
     host_dir = standard_run(run_dir)

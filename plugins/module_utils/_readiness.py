@@ -81,6 +81,10 @@ _SAVE_EVERY = 5.0
 # After a fatal line the engine usually prints the rest of its error (OOM advice, a traceback) in one burst.
 _FATAL_GRACE = 1.5
 
+# Infera's wrapper logs this every 30 s while it waits for the engine's HTTP port (infera/engine/sglang/worker.py,
+# "waiting for SGLang HTTP on port %d ... (elapsed %.0fs)"), into the same log: the wrapper's heartbeat, not the
+# engine's progress. Counted as progress, it would keep a hung engine from ever stalling.
+_WRAPPER_HEARTBEAT = re.compile(r'waiting for SGLang HTTP on port \d+ \.\.\. \(elapsed')
 _LOAD_BEGIN = re.compile(r'Load weight begin')
 _LOAD_END = re.compile(r'Load weight end')
 _LOAD_ELAPSED = re.compile(r'elapsed=\s*([0-9]+(?:\.[0-9]+)?)\s*s')
@@ -273,8 +277,16 @@ def _read_log(options, state, now):
     grew = info.st_size != state['log_size_seen'] and info.st_size > 0
     state['log_size_seen'] = info.st_size
     if info.st_size > state['read_offset']:
+        progressed = []
+
+        def on_text(text):
+            if text.strip() and not _WRAPPER_HEARTBEAT.search(text):
+                progressed.append(True)
+            _scan_segment(options, state, text, now)
+
         # The state is also the reading: its tail and offset go into the state file with the rest.
-        _node_files.read_on(options.log_path, state, lambda text: _scan_segment(options, state, text, now))
+        _node_files.read_on(options.log_path, state, on_text)
+        grew = grew and bool(progressed)
     return grew
 
 

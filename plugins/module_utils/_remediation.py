@@ -72,7 +72,8 @@ def readiness_cause(options, state, now, kind, exited):
         return ('the ready line was logged but %s has not answered 200 for %s s (last: %s)'
                 % (options.health_url, quiet, health['status'] or health['error']))
     watched = ' and no change in %s' % ', '.join(options.watch_dirs) if options.watch_dirs else ''
-    return 'no new log output%s for %s s (stall_timeout %s s)' % (watched, quiet, seconds(options.stall_timeout))
+    return ('no new log output from the engine%s for %s s (stall_timeout %s s; the wrapper\'s "waiting for SGLang HTTP" '
+            'lines do not count)' % (watched, quiet, seconds(options.stall_timeout)))
 
 
 def readiness_failure_message(options, state, now, kind, exited, result):

@@ -396,11 +396,39 @@ def test_stall_fails_after_stall_timeout(node):
     assert 0.5 <= waited < 3
     assert details['phase'] == 'stalled'
     assert details['stage'] == 'capturing_cuda_graph'
-    assert details['cause'].startswith('no new log output for 0.')
-    assert details['cause'].endswith(' s (stall_timeout 0.6 s)')
+    assert details['cause'].startswith('no new log output from the engine for 0.')
+    assert ' s (stall_timeout 0.6 s; the wrapper' in details['cause']
     assert 'stalled during stage capturing_cuda_graph (graph 1/3, bs=128)' in message
     assert 'check for progress with du -sh' in message
     assert 'raise stall_timeout or lower --cuda-graph-max-bs' in message
+
+
+HEARTBEAT = 'INFO:infera.engine.sglang.worker:waiting for SGLang HTTP on port 30000 ... (elapsed %ds)'
+
+
+def test_the_wrappers_heartbeat_is_not_progress(node):
+    # Infera's wrapper logs a heartbeat every 30 s while the engine is silent: a hung engine must still stall.
+    node.write('\n'.join(LAUNCH[:5]) + '\n')
+    writer = Writer(node.log, [(0.1, HEARTBEAT % second + '\n') for second in range(30)])
+    writer.start()
+    started = time.time()
+    _message, details = failure(node.params(stall_timeout=0.8))
+    waited = time.time() - started
+    writer.join()
+    assert details['phase'] == 'stalled'
+    assert 0.7 <= waited < 2.0
+    assert HEARTBEAT % 0 in '\n'.join(details['log_tail'])
+
+
+def test_engine_lines_between_heartbeats_are_progress(node):
+    node.write('\n'.join(LAUNCH[:5]) + '\n')
+    items = [(0.1, (HEARTBEAT % second if second % 2 else 'Capturing batches (bs=64 avail_mem=96.9GB): 2/3') + '\n')
+             for second in range(20)]
+    writer = Writer(node.log, items)
+    writer.start()
+    message, details = failure(node.params(stall_timeout=0.5, deadline=1.5))
+    writer.join()
+    assert details['phase'] == 'timed_out', message
 
 
 def test_stall_while_loading_points_at_the_model_storage(node):

@@ -210,8 +210,10 @@ PID_GONE = {'code': None, 'how': 'process 4242 from /run/engine.pid is gone'}
      'the ready line was logged but http://127.0.0.1:30000/health has not answered 200 for 905 s '
      '(last: <urlopen error [Errno 111] Connection refused>)'),
     ('stalled', {'stage': 'capturing_cuda_graph'}, None, {'watch_dirs': ['/jit/aiter', '/jit/triton']},
-     'no new log output and no change in /jit/aiter, /jit/triton for 905 s (stall_timeout 900 s)'),
-    ('stalled', {}, None, {}, 'no new log output for 905 s (stall_timeout 900 s)'),
+     'no new log output from the engine and no change in /jit/aiter, /jit/triton for 905 s (stall_timeout 900 s; '
+     'the wrapper\'s "waiting for SGLang HTTP" lines do not count)'),
+    ('stalled', {}, None, {}, 'no new log output from the engine for 905 s (stall_timeout 900 s; the wrapper\'s '
+     '"waiting for SGLang HTTP" lines do not count)'),
 ], ids=['fatal-line', 'fatal-line-then-exit', 'exited', 'timed-out', 'no-log', 'router-unreachable',
         'router-lists-others', 'router-lists-none', 'health-status', 'health-error', 'stalled-watched', 'stalled'])
 def test_each_cause_of_a_failed_readiness_wait_in_full(kind, state, exited, overrides, expected):

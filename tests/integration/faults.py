@@ -1,0 +1,151 @@
+"""The fault matrix (issue 10): inject one fault on the rehearsal platform, see what a person sees.
+
+Each case runs the real playbooks against a rehearsal node (real Docker, etcd, Infera's
+router and worker wrapper; only the GPU engine is simulated) and returns a Row: when the
+fault happened (measured on the node), when the play said so (measured on the controller,
+each output line stamped as it arrives; both clocks are the same kernel's), the message,
+and whether results already collected were kept. tests/integration/test_fault_matrix.py
+asserts each outcome; benchmarks/fault_matrix prints the rows. Every time is SIMULATED.
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from rehearsal import REPO
+
+WORK = "/var/lib/infera/sgl_mix"
+SCALE = "0.05"
+
+# Runs on the node (python3 only): note when a line matching argv[1] first appears in a launch's
+# engine log, when its exit file appears, and when the log last gained a line that is not
+# Infera's wrapper heartbeat (the engine's last progress). Polls every 10 ms; writes JSON.
+_WATCH = r"""
+import glob, json, os, re, sys, time
+work, pattern, out, until = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3], time.time() + float(sys.argv[4])
+heartbeat = re.compile(r'waiting for SGLang HTTP on port \d+ \.\.\. \(elapsed')
+seen, offsets = {}, {}
+before = set(glob.glob(work + '/logs/engine-*.log') + glob.glob(work + '/run/engine-*.exit'))
+while time.time() < until and not ('line_at' in seen and 'exit_at' in seen):
+    now = time.time()
+    for path in glob.glob(work + '/logs/engine-*.log'):
+        if path in before:
+            continue
+        with open(path, errors='replace') as handle:
+            handle.seek(offsets.get(path, 0))
+            text = handle.read()
+            offsets[path] = handle.tell()
+        for line in text.splitlines():
+            if line.strip() and not heartbeat.search(line):
+                seen['progress_at'] = now
+            if 'line_at' not in seen and pattern.search(line):
+                seen['line_at'], seen['line'] = now, line
+    if 'exit_at' not in seen and [path for path in glob.glob(work + '/run/engine-*.exit')
+                                  if path not in before and os.path.getsize(path)]:
+        seen['exit_at'] = now
+    with open(out + '.tmp', 'w') as handle:
+        json.dump(seen, handle)
+    os.replace(out + '.tmp', out)
+    time.sleep(0.01)
+"""
+
+
+@dataclass
+class Row:
+    case: str
+    detected_after: float = None   # seconds from the fault (its log line or exit) to the play's message
+    message: str = ""              # the first line of the play's failure message
+    results_kept: str = "n/a"      # collected results still intact afterwards
+    output: str = field(default="", repr=False)
+    rc: int = 0
+
+
+def stamped_playbook(playbook, *extra, env=None, timeout=900, limit="infera-node-1"):
+    """ansible-playbook like rehearsal.run_playbook, with each output line stamped as it arrives: (rc, [(time, line)])."""
+    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+                "PYTHONUNBUFFERED": "1", **(env or {})}
+    process = subprocess.Popen(["ansible-playbook", f"playbooks/{playbook}", "--limit", limit, *extra], cwd=REPO,
+                               env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    deadline = time.monotonic() + timeout
+    lines = []
+    for line in process.stdout:
+        lines.append((time.time(), line.rstrip("\n")))
+        if time.monotonic() > deadline:
+            process.kill()
+            break
+    return process.wait(), lines
+
+
+def watch(node, pattern, seconds=600):
+    """Start the watcher on the node; returns a function that reads what it saw."""
+    out = f"/tmp/fault-watch-{time.time_ns()}.json"
+    subprocess.run(["docker", "exec", "-d", node.name, "python3", "-c", _WATCH, WORK, pattern, out, str(seconds)],
+                   check=True)
+
+    def seen():
+        text = node.sh(f"cat {out} 2>/dev/null || echo '{{}}'").stdout
+        return json.loads(text or "{}")
+    return seen
+
+
+def first_failure(lines):
+    """(time, text) of the first line that reports a failure: Ansible's [ERROR] line or a FAILED! result."""
+    for stamp, line in lines:
+        if re.search(r"FAILED!|^\[ERROR\]", line):
+            return stamp, line
+    return None, ""
+
+
+def failure_text(line):
+    """The failure's own words, without Ansible's prefixes."""
+    return re.sub(r"^(\[ERROR\]: )?(Task failed: )?(Module failed: )?(Action failed: )?", "", line).strip()
+
+
+# ---------------------------------------------------------------- engine faults during the cold start
+
+@dataclass(frozen=True)
+class EngineFault:
+    number: int
+    case: str
+    fault: str                 # INFERA_SIM_FAULT
+    line: str                  # the engine log line that is the fault ('' for a hang: the fault is the silence)
+    says: tuple                # what the play's message must name besides the node (stage, cause, next step)
+    stall_timeout: int = 0     # for a hang: the deploy's sglang_worker_stall_timeout
+
+
+ENGINE_FAULTS = (
+    EngineFault(1, "the engine exits during weight loading", "crash_weight_load", r"SafetensorError",
+                ("stage loading_weights", "SafetensorError", "Next step")),
+    EngineFault(2, "OOM during cuda-graph capture", "oom_graph_capture", r"Capture cuda graph failed",
+                ("stage capturing_cuda_graph", "out of memory", "--cuda-graph-max-bs")),
+    # Longer than the 30 s between the heartbeats Infera's wrapper logs while it waits: they must not count.
+    EngineFault(3, "no progress for the stall timeout", "hang", "", ("stalled", "stall_timeout 40 s", "Next step"),
+                stall_timeout=40),
+    EngineFault(4, "an HSA error / GPU memory-access fault", "memory_access_fault", r"Memory access fault by GPU",
+                ("Memory access fault by GPU", "Next step")),
+)
+
+
+def engine_fault(node, spec):
+    """Deploy with the simulator told to fail as spec says; the Row with the play's reaction time."""
+    node.remove_worker_container()
+    seen = watch(node, spec.line or r"(?!)")
+    extra = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE, "INFERA_SIM_FAULT": spec.fault}}
+    if spec.stall_timeout:
+        # A deadline well past the stall: a hang caught by the deadline instead is a failure of the stall watch.
+        extra.update(sglang_worker_stall_timeout=spec.stall_timeout, sglang_worker_ready_deadline=spec.stall_timeout * 4)
+    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(extra))
+    failed_at, failed_line = first_failure(lines)
+    watched = seen()
+    if spec.stall_timeout:
+        # The fault is the silence: it counts from the engine's last line plus the stall timeout.
+        fault_at = watched.get("progress_at", 0) + spec.stall_timeout if "progress_at" in watched else None
+    else:
+        fault_at = min([watched[key] for key in ("line_at", "exit_at") if key in watched], default=None)
+    return Row(case="%d. %s" % (spec.number, spec.case),
+               detected_after=round(failed_at - fault_at, 2) if failed_at and fault_at else None,
+               message=failure_text(failed_line),
+               results_kept="n/a (no results yet)", output="\n".join(line for _stamp, line in lines), rc=rc)

@@ -70,7 +70,7 @@ ARGUMENT_SPEC = dict(
     started_at=dict(type='float'),
     max_wait=dict(type='float', default=0.0),
     state_file=dict(type='path'),
-    poll_interval=dict(type='float', default=0.5),
+    poll_interval=dict(type='float', default=0.25),
     node=dict(type='str'),
     **SLICE_OPTIONS
 )
@@ -79,7 +79,7 @@ _STATE_VERSION = 2
 _HEALTH_TIMEOUT = 3.0
 _SAVE_EVERY = 5.0
 # After a fatal line the engine usually prints the rest of its error (OOM advice, a traceback) in one burst.
-_FATAL_GRACE = 1.5
+_FATAL_GRACE = 1.0
 
 # Infera's wrapper logs this every 30 s while it waits for the engine's HTTP port (infera/engine/sglang/worker.py,
 # "waiting for SGLang HTTP on port %d ... (elapsed %.0fs)"), into the same log: the wrapper's heartbeat, not the

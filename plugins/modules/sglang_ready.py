@@ -164,7 +164,7 @@ options:
   poll_interval:
     description: Seconds between two looks at the log, the markers and the health URL (more than 0, at most 5).
     type: float
-    default: 0.5
+    default: 0.25
   node:
     description:
       - The name used for the node in messages. The action plugin passes the inventory hostname.

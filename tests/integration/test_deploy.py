@@ -1,15 +1,13 @@
-"""deploy_mixed.yml on a rehearsal node: bad input, missing levers, engine faults, secrets.
+"""deploy_mixed.yml on a rehearsal node: bad input, missing levers, secrets (engine faults: test_fault_matrix.py).
 
 Each test starts from a node without the worker container, runs the real playbook with
 the rehearsal inventory, and checks what a person at 3 a.m. would see.
 """
 
-import json
 import time
 
 import pytest
 
-from conftest import NODE
 from rehearsal import run_playbook
 
 
@@ -49,18 +47,6 @@ def test_missing_lever_fails_before_starting(clean_node, override, missing):
     assert rc != 0
     assert missing in out and "sglang_worker_allow_missing_levers" in out, out[-2000:]
     assert not container_exists(clean_node)
-
-
-def test_engine_oom_during_capture_names_node_stage_cause_and_next_step(clean_node):
-    fault = json.dumps({"infera_extra_env": {"INFERA_SIM_TIME_SCALE": "0.05",
-                                             "INFERA_SIM_FAULT": "oom_graph_capture"}})
-    rc, out = deploy("-e", "conc=64", "-e", fault)
-    assert rc != 0
-    assert NODE in out
-    assert "capturing_cuda_graph" in out, out[-3000:]
-    assert "Capture cuda graph failed" in out
-    assert "--cuda-graph-max-bs" in out  # the next step
-    assert "Capturing batches" in out  # the log tail is in the message
 
 
 def test_hf_token_reaches_the_engine_but_is_never_printed(clean_node):

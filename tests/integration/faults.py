@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -149,3 +150,89 @@ def engine_fault(node, spec):
                detected_after=round(failed_at - fault_at, 2) if failed_at and fault_at else None,
                message=failure_text(failed_line),
                results_kept="n/a (no results yet)", output="\n".join(line for _stamp, line in lines), rc=rc)
+
+
+# ---------------------------------------------------------------- the engine killed after ready, mid-sweep
+
+def stamp_of(lines, text, after=0.0):
+    """The controller's stamp of the first output line containing text (after a time), else None."""
+    return next((stamp for stamp, line in lines if stamp >= after and text in line), None)
+
+
+def sweep_settings(run_id, results_dir):
+    """A sweep of c4 then c16, long enough at c16 (OSL 512) to be hit mid-point."""
+    return {"concurrencies": [4, 16], "run_id": run_id, "sweep_results_dir": str(results_dir),
+            "sweep_random_input_len": 64, "sweep_random_output_len": 512, "sweep_below_target": "ignore",
+            "infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE}}
+
+
+def sweep_process(node, settings):
+    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+                "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(["ansible-playbook", "playbooks/sweep.yml", "--limit", node.name, "-e", json.dumps(settings)],
+                            cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+
+
+def manifest_points(results_dir, run_id, host):
+    path = results_dir / run_id / host / "manifest.json"
+    return json.loads(path.read_text())["points"] if path.exists() else []
+
+
+def kill_mid_sweep(node, results_dir, case, kill, reported):
+    """Run the c4, c16 sweep and, 3 s into c16's measurement, run the kill script on the node. The Row times the
+    first output line containing `reported` from the kill; results kept counts c4, valid on the controller."""
+    run_id = f"fault-{case.split('.')[0]}-{time.time_ns()}"
+    process = sweep_process(node, sweep_settings(run_id, results_dir))
+    lines, killed_at = [], None
+    reader = _Reader(process.stdout, lines)
+    reader.start()
+    deadline = time.monotonic() + 600
+    while killed_at is None and time.monotonic() < deadline and process.poll() is None:
+        if node.sh("pgrep -f 'sglang.bench_serving.*--max-concurrency 16 '", check=False).returncode == 0:
+            time.sleep(3)  # mid-point: the client is measuring
+            node.sh(kill)
+            killed_at = time.time()
+        time.sleep(0.2)
+    process.wait(timeout=600)
+    reader.join()
+    reported_at = stamp_of(lines, reported, after=killed_at or 0)
+    host_dir = results_dir / run_id / node.name
+    kept = [point for point in manifest_points(results_dir, run_id, node.name)
+            if point["conc"] == 4 and point["status"] == "ok" and (host_dir / point["file"]).exists()]
+    message = next((line.strip() for _stamp, line in lines if reported in line), "")
+    return Row(case=case, detected_after=round(reported_at - killed_at, 2) if reported_at and killed_at else None,
+               message=failure_text(message), results_kept="%d of 1 earlier point" % len(kept),
+               output="\n".join(line for _stamp, line in lines), rc=process.returncode), run_id
+
+
+def engine_killed_mid_sweep(node, results_dir):
+    """Case 5: the engine is SIGKILLed while c16 is measured (Infera's wrapper sees it die and deregisters)."""
+    row, _run_id = kill_mid_sweep(node, results_dir, "5. the engine is SIGKILLed after ready, mid-sweep",
+                                  "pkill -KILL -f 'sglang[.]launch_server'", "worker died during point c16")
+    return row
+
+
+def bench_client_killed_mid_sweep(node, results_dir):
+    """Case 11: the bench client is SIGKILLed while c16 is measured; a rerun of the same run_id runs c16 again
+    and keeps c4 (resumed), each point once in the manifest."""
+    row, run_id = kill_mid_sweep(node, results_dir, "11. the bench client dies mid-point",
+                                 "pkill -KILL -f 'sglang[.]bench_serving.*--max-concurrency 16 '", "during point c16")
+    rerun = sweep_process(node, sweep_settings(run_id, results_dir))
+    output, _ = rerun.communicate(timeout=900)
+    points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
+    row.results_kept += "; rerun %s: %s" % ("ok" if rerun.returncode == 0 else "rc %d" % rerun.returncode,
+                                            ", ".join("c%d %s" % point for point in points))
+    row.output += "\n--- rerun\n" + output
+    return row
+
+
+class _Reader(threading.Thread):
+    """Stamp each line of a stream as it arrives."""
+
+    def __init__(self, stream, lines):
+        super().__init__(daemon=True)
+        self.stream, self.lines = stream, lines
+
+    def run(self):
+        for line in self.stream:
+            self.lines.append((time.time(), line.rstrip("\n")))

@@ -38,7 +38,7 @@ description:
     report, the table, RV(fleet) and a warning.
   - A point whose client re-encoded its output to a count more than 10 % away from the server's
     (C(total_output_tokens_retokenized) against C(total_output_tokens)) is flagged as a tokenizer mismatch in the report,
-    the table and its CSV row (C(Tokenizer Mismatch)): its throughput figures count tokens the client does not reproduce.
+    the table and its CSV row (C(Tokenizer Mismatch)), because its throughput figures count tokens the client does not reproduce.
   - When any manifest says C(simulated), the report, the table and the plot title say SIMULATED, because such numbers come from
     the rehearsal simulator and are not hardware results.
 author:

@@ -20,7 +20,7 @@ import re
 import yaml
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers import node_concurrency
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers import node_concurrency, optional_int
 
 THROUGHPUT_PER_GPU = 'Throughput/GPU (tok/s)'
 OUTPUT_THROUGHPUT_PER_GPU = 'Output Throughput/GPU (tok/s)'
@@ -113,14 +113,6 @@ def optional_float(value):
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
-
-
-def optional_int(value):
-    """An int from a manifest or record value, else None."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _json_safe(value):

@@ -67,8 +67,8 @@ def node_concurrency(point):
     return None
 
 
-def _whole(value):
-    """A manifest's integer (written by the sweep, or by hand as text), or None."""
+def optional_int(value):
+    """An int from a manifest or record value (written by the sweep, or by hand as text), else None."""
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -103,7 +103,7 @@ def workers_problem(point, sizes):
     serves with both.
     """
     workers = recorded_workers(point) or []
-    conc, node_conc = _whole(point.get('conc')), node_concurrency(point)
+    conc, node_conc = optional_int(point.get('conc')), node_concurrency(point)
     if is_fleet_point(point) and not workers:
         # Its per-GPU figures would divide by one worker's GPUs while N workers served it.
         return 'the fleet point records no workers the router listed, so the GPUs that served it are unknown'

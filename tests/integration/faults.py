@@ -218,7 +218,7 @@ def bench_client_killed_mid_sweep(node, results_dir):
     row, run_id = kill_mid_sweep(node, results_dir, "11. the bench client dies mid-point",
                                  "pkill -KILL -f 'sglang[.]bench_serving.*--max-concurrency 16 '", "during point c16")
     rerun = sweep_process(node, sweep_settings(run_id, results_dir))
-    output, _ = rerun.communicate(timeout=900)
+    output = rerun.communicate(timeout=900)[0]
     points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
     row.results_kept += "; rerun %s: %s" % ("ok" if rerun.returncode == 0 else "rc %d" % rerun.returncode,
                                             ", ".join("c%d %s" % point for point in points))

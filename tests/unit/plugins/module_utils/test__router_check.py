@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The check through Infera's routers (router_check), against real local HTTP servers shaped like
+infera.server: GET /health {"status", "active_workers"}, GET /v1/workers, POST /v1/chat/completions."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+
+import pytest
+
+from ansible_collections.infera.serving.plugins.module_utils import _router_check
+
+
+class Router:
+    """A router answering as infera.server does; `workers` and `reply` can change while it runs."""
+
+    def __init__(self, workers=(), reply='1 + 1 = 2.', status='ok'):
+        self.workers = list(workers)
+        self.reply = reply
+        self.status = status
+        self.requests = []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                owner.requests.append(('GET', self.path, None))
+                if self.path == '/health':
+                    self._send(200, {'status': owner.status, 'active_workers': len(owner.workers)})
+                elif self.path == '/v1/workers':
+                    self._send(200, {'workers': [{'worker_id': w, 'url': 'http://' + w} for w in owner.workers]})
+                else:
+                    self._send(404, {})
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+                owner.requests.append(('POST', self.path, body))
+                if owner.reply is None:
+                    self._send(503, {'error': 'no worker available'})
+                else:
+                    self._send(200, {'choices': [{'message': {'role': 'assistant', 'content': owner.reply}}]})
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _params(router, **overrides):
+    params = dict(router=router, worker_id='10.0.0.1:30000', expected_workers=1, expected_hosts=None,
+                  fleet_routers={}, fleet_timeout=1.0, timeout=1.0, poll=0.05, model='/models/dsv4',
+                  prompt='1+1=?', max_tokens=32, completion_timeout=5)
+    params.update(overrides)
+    return params
+
+
+def test_a_healthy_router_listing_the_worker_passes_and_answers_one_completion():
+    with Router(['10.0.0.1:30000']) as router:
+        result = _router_check.run(_params(router.url))
+    assert result['router_ok'] is True
+    assert result['health'] == {'status': 'ok', 'active_workers': 1}
+    assert result['workers'] == ['10.0.0.1:30000']
+    assert result['completion'] == '1 + 1 = 2.'
+    assert result['completion_error'] is None
+    post = [request for request in router.requests if request[0] == 'POST']
+    assert post == [('POST', '/v1/chat/completions', {
+        'model': '/models/dsv4', 'messages': [{'role': 'user', 'content': '1+1=?'}], 'max_tokens': 32, 'temperature': 0})]
+
+
+def test_a_router_missing_the_worker_fails_after_its_timeout_and_sends_no_completion():
+    with Router(['10.0.0.9:30000']) as router:
+        result = _router_check.run(_params(router.url, timeout=0.3))
+    assert result['router_ok'] is False
+    assert result['workers'] == ['10.0.0.9:30000']
+    assert result['completion'] is None
+    assert not [request for request in router.requests if request[0] == 'POST']
+
+
+def test_the_worker_listed_during_the_wait_passes_without_waiting_a_whole_second():
+    with Router([]) as router:
+        threading.Timer(0.3, lambda: router.workers.append('10.0.0.1:30000')).start()
+        result = _router_check.run(_params(router.url, timeout=5))
+    assert result['router_ok'] is True
+    # Polled every 0.05 s: more than one look before the worker appeared, and it passed soon after.
+    assert 2 <= sum(1 for request in router.requests if request[1] == '/health') <= 40
+
+
+def test_fewer_workers_than_expected_fail_even_when_the_worker_is_listed():
+    with Router(['10.0.0.1:30000']) as router:
+        result = _router_check.run(_params(router.url, expected_workers=2, timeout=0.2))
+    assert result['router_ok'] is False
+    assert result['expected_workers'] == 2
+
+
+def test_an_unhealthy_status_fails():
+    with Router(['10.0.0.1:30000'], status='degraded') as router:
+        result = _router_check.run(_params(router.url, timeout=0.2))
+    assert result['router_ok'] is False
+    assert result['health']['status'] == 'degraded'
+
+
+def test_a_router_that_does_not_answer_reports_its_error():
+    result = _router_check.run(_params('http://127.0.0.1:9', timeout=0.2))
+    assert result['router_ok'] is False
+    assert result['health'] is None
+    assert result['health_error']
+
+
+def test_an_empty_or_refused_completion_is_reported_with_its_status():
+    with Router(['10.0.0.1:30000'], reply='  ') as router:
+        empty = _router_check.run(_params(router.url))
+        router.reply = None
+        refused = _router_check.run(_params(router.url))
+    assert empty['completion'] == '' and empty['completion_status'] == 200 and empty['completion_error']
+    assert refused['completion_status'] == 503 and refused['completion_error']
+
+
+def test_other_routers_must_list_the_worker_and_a_silent_one_is_lost_and_not_counted():
+    with Router(['10.0.0.1:30000', '10.0.0.2:30000']) as own, Router(['10.0.0.2:30000']) as other:
+        threading.Timer(0.2, lambda: other.workers.append('10.0.0.1:30000')).start()
+        result = _router_check.run(_params(
+            own.url, expected_hosts=['node-1', 'node-2', 'node-3'], fleet_timeout=5,
+            fleet_routers={'node-2': other.url, 'node-3': 'http://127.0.0.1:9'}))
+    assert result['lost'] == ['node-3']
+    assert result['unlisted'] == []
+    assert [item['listed'] for item in result['fleet']] == [True, False]
+    # Three nodes expected, one lost: the own router must list two.
+    assert result['expected_workers'] == 2
+    assert result['router_ok'] is True
+
+
+def test_another_router_that_never_lists_the_worker_is_unlisted_with_what_it_lists():
+    with Router(['10.0.0.1:30000']) as own, Router(['10.0.0.2:30000']) as other:
+        result = _router_check.run(_params(own.url, fleet_routers={'node-2': other.url}, fleet_timeout=0.3))
+    assert result['unlisted'] == ['node-2']
+    assert result['fleet'][0]['workers'] == ['10.0.0.2:30000']
+    assert result['fleet'][0]['status'] == 200
+
+
+@pytest.mark.parametrize('body', [{'workers': None}, {'other': 1}, ['not', 'a', 'dict']])
+def test_worker_ids_of_an_odd_body_are_empty(body):
+    assert _router_check._worker_ids(body) == []

@@ -34,8 +34,16 @@ def get_json(url, timeout):
 
     Like probe_health, any failure comes back as values, never as an exception.
     """
+    return request_json(url, timeout)
+
+
+def request_json(url, timeout, payload=None):
+    """get_json for a GET, or for a POST of `payload` (JSON) when it is given."""
+    data = None if payload is None else json.dumps(payload)
+    headers = {} if payload is None else {'Content-Type': 'application/json'}
     try:
-        response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
+        response = open_url(url, method='GET' if payload is None else 'POST', data=data, headers=headers,
+                            timeout=timeout, use_proxy=False)
         try:
             return response.getcode(), json.loads(response.read()), None
         finally:

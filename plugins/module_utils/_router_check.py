@@ -15,6 +15,9 @@ worker. The check has three steps, each polled every `poll` seconds up to its ow
 2. this router: /health is ok with at least the expected active workers and /v1/workers lists
    that many, including the worker when one is named (`timeout`).
 3. a temperature-0 chat completion through this router returns text (only when 2 passed).
+4. the accuracy smoke (_accuracy): `accuracy_questions` gsm8k-style questions through this
+   router, 8 at a time, the share answered right against `accuracy_threshold` (only when 3
+   returned text).
 
 Nothing here fails: the result says what each step saw and the caller words the failure.
 """
@@ -24,29 +27,13 @@ from __future__ import annotations
 import json
 import time
 
-from ansible.module_utils.urls import open_url
-
-from ansible_collections.infera.serving.plugins.module_utils._health import get_json
+from ansible_collections.infera.serving.plugins.module_utils._accuracy import smoke
+from ansible_collections.infera.serving.plugins.module_utils._health import get_json, request_json
 
 
 def _worker_ids(body):
     workers = (body or {}).get('workers') if isinstance(body, dict) else None
     return [worker.get('worker_id') for worker in workers or [] if isinstance(worker, dict)]
-
-
-def _post_json(url, payload, timeout):
-    """Return (status or None, parsed body or None, error text or None) for a JSON POST."""
-    try:
-        response = open_url(url, method='POST', data=json.dumps(payload), timeout=timeout, use_proxy=False,
-                            headers={'Content-Type': 'application/json'})
-        try:
-            return response.getcode(), json.loads(response.read()), None
-        finally:
-            response.close()
-    except ValueError as error:
-        return None, None, 'not JSON: %s' % error
-    except Exception as error:  # pylint: disable=broad-except
-        return getattr(error, 'code', None), None, str(error)
 
 
 def _wait(probe, done, timeout, poll, clock, sleep):
@@ -115,9 +102,9 @@ def check_router(router, expected_workers, worker_id='', timeout=10, poll=0.2, r
 
 def chat(router, model, content, max_tokens=32, timeout=120):
     """One temperature-0 chat completion through the router: (status, reply text, error text)."""
-    status, body, error = _post_json(router.rstrip('/') + '/v1/chat/completions', {
+    status, body, error = request_json(router.rstrip('/') + '/v1/chat/completions', timeout=timeout, payload={
         'model': model, 'messages': [{'role': 'user', 'content': content}],
-        'max_tokens': max_tokens, 'temperature': 0}, timeout)
+        'max_tokens': max_tokens, 'temperature': 0})
     text = ''
     try:
         text = (body['choices'][0]['message']['content'] or '').strip()
@@ -129,7 +116,7 @@ def chat(router, model, content, max_tokens=32, timeout=120):
 
 
 def run(params, clock=time.monotonic, sleep=time.sleep):
-    """The whole check for the router_check module: fleet, this router, one completion."""
+    """The whole check for the router_check module: fleet, this router, one completion, the accuracy smoke."""
     fleet, lost = check_fleet(params['fleet_routers'] or {}, params['worker_id'], params['fleet_timeout'],
                               params['poll'], clock=clock, sleep=sleep)
     expected = params['expected_workers']
@@ -141,10 +128,16 @@ def run(params, clock=time.monotonic, sleep=time.sleep):
                   health_error=router['health_error'], workers=router['workers'],
                   workers_error=router['workers_error'], router_ok=router['ok'],
                   unlisted=[item['host'] for item in fleet if item['status'] is not None and not item['listed']],
-                  completion=None, completion_status=None, completion_error=None)
+                  completion=None, completion_status=None, completion_error=None, accuracy=None)
     if router['ok'] and params['model']:
         status, text, error = chat(params['router'], params['model'], params['prompt'], params['max_tokens'],
                                    params['completion_timeout'])
         result.update(completion=text, completion_status=status,
                       completion_error=error if (status != 200 or not text) else None)
+        if result['completion_error'] is None and params['accuracy_questions'] > 0:
+            def ask(prompt):
+                code, reply, failure = chat(params['router'], params['model'], prompt, params['accuracy_max_tokens'],
+                                            params['completion_timeout'])
+                return reply, (failure or 'HTTP %s' % code) if code != 200 else None
+            result['accuracy'] = smoke(ask, params['accuracy_questions'], params['accuracy_threshold'])
     return result

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: router_check
-short_description: Check a worker through the Infera routers of a fleet in one call
+short_description: Check a worker through the Infera routers of a fleet in one call, with an accuracy smoke
 version_added: 0.1.0
 description:
   - After a worker starts or restarts, checks it through Infera's routers (C(python -m infera.server)), from the node, in
@@ -20,6 +20,11 @@ description:
     O(timeout) seconds.
   - Then, when O(model) is given and the router passed, one temperature-0 chat completion
     (C(POST /v1/chat/completions)) goes through the router. Its reply is RV(completion).
+  - Then, when O(accuracy_questions) is above 0 and the completion returned text, the accuracy smoke.
+    O(accuracy_questions) gsm8k-style arithmetic word problems (the same ones every run) go through the router at
+    temperature 0, 8 at a time. The last number of each reply is compared with the right answer. RV(accuracy) says
+    how many were right and whether that share reaches O(accuracy_threshold). A worker can be fast and wrong (in
+    InferenceX's history an expert-parallel config once scored 0 on gsm8k); its throughput figures are worthless.
   - The module never fails on what the routers answer. The caller words the failure from the result (the roles name
     the node, the stage, the cause and the next step).
 author:
@@ -77,9 +82,21 @@ options:
     type: int
     default: 32
   completion_timeout:
-    description: Seconds to wait for the completion's reply.
+    description: Seconds to wait for the completion's reply (and for each of the accuracy smoke's).
     type: float
     default: 120
+  accuracy_questions:
+    description: How many questions the accuracy smoke asks. V(0) skips it.
+    type: int
+    default: 0
+  accuracy_threshold:
+    description: The share of right answers (0 to 1) the accuracy smoke needs, inclusive.
+    type: float
+    default: 0.8
+  accuracy_max_tokens:
+    description: The C(max_tokens) of each accuracy smoke request (room for a worked answer).
+    type: int
+    default: 512
 notes:
   - Requests go straight to the routers; a proxy from the environment is not used.
 seealso:
@@ -96,6 +113,7 @@ EXAMPLES = r"""
       node-2: http://10.0.0.6:8000
       node-3: http://10.0.0.7:8000
     model: /models/DeepSeek-V4-Pro
+    accuracy_questions: 20
   register: _router_check
 """
 
@@ -174,6 +192,41 @@ completion_error:
   description: Why the completion failed (no answer, an HTTP error, an empty reply), or null.
   returned: always
   type: str
+accuracy:
+  description: The accuracy smoke's result; null when it was skipped or did not run (an earlier step failed).
+  returned: always
+  type: dict
+  contains:
+    questions:
+      description: How many questions were asked.
+      type: int
+    correct:
+      description: How many replies ended with the right number.
+      type: int
+    accuracy:
+      description: The share right, 0 to 1.
+      type: float
+    threshold:
+      description: O(accuracy_threshold).
+      type: float
+    passed:
+      description: Whether RV(accuracy.accuracy) reaches RV(accuracy.threshold).
+      type: bool
+    errors:
+      description: How many requests failed (counted as wrong).
+      type: int
+    wrong:
+      description: Up to 3 wrong answers, each with C(question), C(expected), C(reply) and C(error).
+      type: list
+      elements: dict
+    wrong_text:
+      description: RV(accuracy.wrong), one line each, for a failure message.
+      type: str
+    line:
+      description: The result in words, for summaries and reports.
+      type: str
+      sample: 20/20 gsm8k-style answers right (100 %, threshold 80 %)
+  sample: {questions: 20, correct: 20, accuracy: 1.0, threshold: 0.8, passed: true, errors: 0, wrong: [], wrong_text: ''}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -194,8 +247,11 @@ def main():
             poll=dict(type='float', default=0.2),
             model=dict(type='str', default=''),
             prompt=dict(type='str', default='1+1=?'),
-            max_tokens=dict(type='int', default=32),
+            max_tokens=dict(type='int', default=32, no_log=False),
             completion_timeout=dict(type='float', default=120),
+            accuracy_questions=dict(type='int', default=0),
+            accuracy_threshold=dict(type='float', default=0.8),
+            accuracy_max_tokens=dict(type='int', default=512, no_log=False),
         ),
         supports_check_mode=True,
     )

@@ -249,7 +249,16 @@ def _manifest_section(manifest):
         env = spec.get('env') or {}
         lines.extend(['', 'env:', ''])
         lines.extend(['```text'] + ['%s=%s' % (key, value) for key, value in env.items()] + ['```'])
+        lines.extend(['', 'accuracy smoke: %s' % accuracy_text(spec.get('accuracy'), manifest['simulated'])])
     return lines
+
+
+def accuracy_text(accuracy, simulated=False):
+    """The verify step's accuracy smoke for one variant, as the manifest keeps it (its own line), in words."""
+    if not isinstance(accuracy, dict) or not accuracy.get('line'):
+        return 'not recorded (router_accuracy_questions 0, or a run before the smoke existed)'
+    return '%s%s%s' % (accuracy['line'], '' if accuracy.get('passed') else ' FAILED',
+                       ' [SIMULATED engine]' if simulated else '')
 
 
 def _divisor_text(run):

@@ -11,6 +11,7 @@ asserts each outcome; benchmarks/fault_matrix prints the rows. Every time is SIM
 import json
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -115,6 +116,7 @@ class EngineFault:
     line: str                  # the engine log line that is the fault ('' for a hang: the fault is the silence)
     says: tuple                # what the play's message must name besides the node (stage, cause, next step)
     stall_timeout: int = 0     # for a hang: the deploy's sglang_worker_stall_timeout
+    tail: tuple = ("Capturing batches", "Load weight")  # one of these shows the message carries the engine log's tail
 
 
 ENGINE_FAULTS = (
@@ -127,6 +129,13 @@ ENGINE_FAULTS = (
                 stall_timeout=40),
     EngineFault(4, "an HSA error / GPU memory-access fault", "memory_access_fault", r"Memory access fault by GPU",
                 ("Memory access fault by GPU", "Next step")),
+    # Ready and registered, fast, wrong: the accuracy smoke after the completion catches it. Timed from the
+    # registration (the worker is in the routers from then on).
+    EngineFault(14, "fast but wrong: the engine answers quickly but wrongly", "wrong_answers",
+                r"registered with etcd as worker",
+                ("stage verify", "accuracy smoke through the router: 0/20 gsm8k-style answers right (0 %, threshold 80 %): "
+                 "below the threshold", "Cause: ", "Next step", "Wrong answers", "expected"),
+                tail=("The server is fired up and ready to roll!",)),
 )
 
 
@@ -167,10 +176,12 @@ def sweep_settings(run_id, results_dir):
 
 
 def sweep_process(node, settings):
+    """ansible-playbook sweep.yml in a session of its own, as a terminal runs it (a Ctrl-C reaches the whole group)."""
     full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
                 "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(["ansible-playbook", "playbooks/sweep.yml", "--limit", node.name, "-e", json.dumps(settings)],
-                            cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+                            cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                            start_new_session=True)
 
 
 def manifest_points(results_dir, run_id, host):
@@ -178,10 +189,11 @@ def manifest_points(results_dir, run_id, host):
     return json.loads(path.read_text())["points"] if path.exists() else []
 
 
-def kill_mid_sweep(node, results_dir, case, kill, reported):
-    """Run the c4, c16 sweep and, 3 s into c16's measurement, run the kill script on the node. The Row times the
-    first output line containing `reported` from the kill; results kept counts c4, valid on the controller."""
-    run_id = f"fault-{case.split('.')[0]}-{time.time_ns()}"
+def kill_mid_sweep(node, results_dir, case, kill, reported, run_id=None):
+    """Run the c4, c16 sweep and, 3 s into c16's measurement, run the kill script on the node (or call kill with the
+    controller's process). The Row times the first output line containing `reported` from the kill; results kept
+    counts c4, valid on the controller."""
+    run_id = run_id or f"fault-{case.split('.')[0]}-{time.time_ns()}"
     process = sweep_process(node, sweep_settings(run_id, results_dir))
     lines, killed_at = [], None
     reader = _Reader(process.stdout, lines)
@@ -190,7 +202,10 @@ def kill_mid_sweep(node, results_dir, case, kill, reported):
     while killed_at is None and time.monotonic() < deadline and process.poll() is None:
         if node.sh("pgrep -f 'sglang.bench_serving.*--max-concurrency 16 '", check=False).returncode == 0:
             time.sleep(3)  # mid-point: the client is measuring
-            node.sh(kill)
+            if callable(kill):
+                kill(process)
+            else:
+                node.sh(kill)
             killed_at = time.time()
         time.sleep(0.2)
     process.wait(timeout=600)
@@ -198,7 +213,7 @@ def kill_mid_sweep(node, results_dir, case, kill, reported):
     reported_at = stamp_of(lines, reported, after=killed_at or 0)
     host_dir = results_dir / run_id / node.name
     kept = [point for point in manifest_points(results_dir, run_id, node.name)
-            if point["conc"] == 4 and point["status"] == "ok" and (host_dir / point["file"]).exists()]
+            if point["conc"] == 4 and point["status"] in ("ok", "resumed") and (host_dir / point["file"]).exists()]
     message = next((line.strip() for _stamp, line in lines if reported in line), "")
     return Row(case=case, detected_after=round(reported_at - killed_at, 2) if reported_at and killed_at else None,
                message=failure_text(message), results_kept="%d of 1 earlier point" % len(kept),
@@ -212,18 +227,36 @@ def engine_killed_mid_sweep(node, results_dir):
     return row
 
 
-def bench_client_killed_mid_sweep(node, results_dir):
-    """Case 11: the bench client is SIGKILLed while c16 is measured; a rerun of the same run_id runs c16 again
-    and keeps c4 (resumed), each point once in the manifest."""
-    row, run_id = kill_mid_sweep(node, results_dir, "11. the bench client dies mid-point",
-                                 "pkill -KILL -f 'sglang[.]bench_serving.*--max-concurrency 16 '", "during point c16")
+def bench_client_killed_then_interrupted(node, results_dir):
+    """Cases 11 and 12 on one run_id (one sweep fewer than apart). 11: the bench client is SIGKILLed while c16 is
+    measured; the play reports the point. 12: the rerun is interrupted (SIGINT to the controller's process group, as
+    Ctrl-C in a terminal) while c16 is measured again, which leaves that client running on the node. The next rerun
+    must keep c4 (resumed), stop the leftover client, and run c16 once: one line in its jsonl, each point once in the
+    manifest. Returns the two Rows."""
+    killed, run_id = kill_mid_sweep(node, results_dir, "11. the bench client dies mid-point",
+                                    "pkill -KILL -f 'sglang[.]bench_serving.*--max-concurrency 16 '", "during point c16")
+
+    def interrupt(process):
+        os.killpg(process.pid, signal.SIGINT)
+
+    interrupted, _run_id = kill_mid_sweep(node, results_dir, "12. the controller is interrupted (SIGINT) mid-sweep",
+                                          interrupt, "User interrupted execution", run_id=run_id)
+    leftover = node.sh("pgrep -f 'sglang[.]bench_serving.*--max-concurrency 16 '", check=False).returncode == 0
     rerun = sweep_process(node, sweep_settings(run_id, results_dir))
     output = rerun.communicate(timeout=900)[0]
     points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
-    row.results_kept += "; rerun %s: %s" % ("ok" if rerun.returncode == 0 else "rc %d" % rerun.returncode,
-                                            ", ".join("c%d %s" % point for point in points))
-    row.output += "\n--- rerun\n" + output
-    return row
+    jsonl = results_dir / run_id / node.name / "mix_c16.jsonl"
+    lines = len(jsonl.read_text().splitlines()) if jsonl.exists() else 0
+    bench_log = results_dir / run_id / node.name / "bench-c16.log"
+    stopped = bench_log.exists() and "stopped a bench client left running" in bench_log.read_text(errors="replace")
+    outcome = "rerun %s: %s; c16 jsonl %d line(s)" % ("ok" if rerun.returncode == 0 else "rc %d" % rerun.returncode,
+                                                      ", ".join("c%d %s" % point for point in points), lines)
+    killed.results_kept += "; " + outcome
+    interrupted.results_kept += "; client left running on the node: %s, stopped by the rerun: %s; %s" % (
+        "yes" if leftover else "no", "yes" if stopped else "no", outcome)
+    for row in (killed, interrupted):
+        row.output += "\n--- rerun\n" + output
+    return killed, interrupted
 
 
 class _Reader(threading.Thread):
@@ -236,3 +269,30 @@ class _Reader(threading.Thread):
     def run(self):
         for line in self.stream:
             self.lines.append((time.time(), line.rstrip("\n")))
+
+
+# ---------------------------------------------------------------- a stale worker container
+
+def stale_container(node):
+    """Case 10: sgl_mix runs with other settings (--shm-size 16G) and a serving worker. The deploy says so, drains
+    that worker (Infera deregisters it) before it replaces the container, and starts the worker again in the new one.
+    The Row times the message from the play's start; results kept says whether the old worker was drained first."""
+    node.remove_worker_container()
+    extra = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE}}
+    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps({**extra, "container_shm_size": "16G"}))
+    if rc != 0:
+        return Row(case="10. a stale sgl_mix with other settings", message="the setup deploy failed",
+                   output="\n".join(line for _stamp, line in lines), rc=rc)
+    old_log = node.sh(f"readlink -f {WORK}/logs/engine.log").stdout.strip()
+    started = time.time()
+    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(extra))
+    said_at = stamp_of(lines, "stage container: sgl_mix runs")
+    # The callback wraps the message over lines and doubles its quotes: read it from the joined output.
+    joined = " ".join(" ".join(line for _stamp, line in lines).split()).replace("''", "'")
+    found = re.search(r"\S+: stage container: sgl_mix runs .*?starts again in the new one\.", joined)
+    message = found.group(0) if found else ""
+    drained = f"deregistered worker {node.address}:30000" in node.sh(f"cat {old_log}", check=False).stdout
+    return Row(case="10. a stale sgl_mix with other settings", message=message,
+               detected_after=round(said_at - started, 2) if said_at else None,
+               results_kept="old worker drained (deregistered) before the replacement" if drained else "NOT drained",
+               output="\n".join(line for _stamp, line in lines), rc=rc)

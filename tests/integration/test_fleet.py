@@ -77,6 +77,9 @@ def test_rolling_switch_under_load_fails_no_request(fleet):
     runs = [json.loads(line) for line in loader.in_container("sgl_mix", "cat /tmp/fleet-load.jsonl").stdout.splitlines()]
     codes = loader.in_container("sgl_mix", "cat /tmp/fleet-load.rc").stdout.split()
     log_tail = loader.in_container("sgl_mix", "tail -n 40 /tmp/fleet-load.log").stdout
+    # What a failed client run said (its traceback or error lines), not just the last run's summary.
+    log_tail += loader.in_container("sgl_mix", "grep -n -i -B2 -A8 'traceback\\|error\\|failed' /tmp/fleet-load.log "
+                                    "| tail -n 60 || true").stdout
 
     # Zero failed requests: every client run completed every prompt and exited 0.
     assert codes and set(codes) == {"0"}, (codes, log_tail)

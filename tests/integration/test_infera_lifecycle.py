@@ -25,6 +25,9 @@ def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
     assert router_workers(clean_node, CONTAINER, "127.0.0.1") == [worker_id]
     assert "router sees 1 worker(s)" in out
     assert "[SIMULATED engine]" in out, "the rehearsal image's label must mark the summary simulated"
+    # The accuracy smoke went through the real router to the simulated engine, which works the arithmetic out.
+    assert "accuracy smoke: 20/20 gsm8k-style answers right (100 %, threshold 80 %) [SIMULATED engine]" in \
+        " ".join(out.split()), out[-3000:]
     log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
     ready_at = log.index("The server is fired up and ready to roll!")
     assert log.index(f"registered with etcd as worker {worker_id}") > ready_at, \

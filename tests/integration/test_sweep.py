@@ -46,6 +46,12 @@ def test_full_recipe_meets_the_targets_and_a_missing_lever_fails_them(node, resu
     rc, out = run(sweep_command(results, "levers-on", [4, 16]))
     assert rc == 0, out[-4000:]
     assert all(ratio >= 1.0 for ratio in ratios(results, "levers-on").values())
+    # The verify before the points ran the accuracy smoke; the manifest keeps it for the variant, the report says it.
+    manifest = json.loads((results / "levers-on" / node.name / "manifest.json").read_text())
+    smoke = manifest["variants"]["nodp"]["accuracy"]
+    assert (smoke["questions"], smoke["correct"], smoke["passed"]) == (20, 20, True), smoke
+    assert "accuracy smoke: 20/20 gsm8k-style answers right (100 %, threshold 80 %) [SIMULATED engine]" in \
+        (results / "levers-on" / "report.md").read_text()
 
     rc, out = run(sweep_command(results, "lever-off", [4, 16], **NO_LEVER))
     assert rc != 0, "a sweep without the fused-compress lever passed its targets"

@@ -49,6 +49,24 @@ def test_answers_are_deterministic_and_honour_limits(planner):
     assert (len(plan.ids), plan.finish_reason) == (3, "length")
 
 
+@pytest.mark.parametrize("prompt, answer", [
+    ("Question: A rack holds 7 nodes of 8 GPUs. Work it out as 7 * 8 - 10. End with the answer.", "The answer is 46."),
+    ("Work it out as 10 + (10 + 7) + 4.", "The answer is 31."),
+])
+def test_arithmetic_questions_are_answered_right_and_wrong_under_the_fault(planner, tokenizer, prompt, answer):
+    plan = planner.plan(prompt, 64, ignore_eos=False)
+    assert (planner.text(plan.ids), plan.finish_reason) == (answer, "stop")
+    wrong = TokenPlanner(tokenizer, wrong_answers=True).plan(prompt, 64, ignore_eos=False)
+    number = int(answer.split()[-1].rstrip("."))
+    assert planner.text(wrong.ids) == "The answer is %d." % (number + 7)
+
+
+@pytest.mark.parametrize("expression", ["7 / 2", "__import__('os')", "2 ** 99", "1 +", ""])
+def test_only_integer_arithmetic_is_worked_out(planner, expression):
+    plan = planner.plan("Work it out as %s." % expression, 64, ignore_eos=False)
+    assert "The answer is" not in planner.text(plan.ids)
+
+
 def test_prompt_tokens_are_the_tokenizers(planner, tokenizer):
     prompt = "the model serves tokens while the router balances requests"
     request = parse_request({"prompt": prompt, "max_tokens": 5, "stream": True,

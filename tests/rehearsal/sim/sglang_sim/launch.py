@@ -143,7 +143,7 @@ def prepare(args):
     """Settings, model config and tokenizer; refusals exit 1 with the error on stderr."""
     settings = load_settings(os.environ)
     config = check_startup(args, os.environ, settings.dev_root)
-    planner = TokenPlanner(load_tokenizer(args.tokenizer_path))
+    planner = TokenPlanner(load_tokenizer(args.tokenizer_path), wrong_answers=settings.fault == "wrong_answers")
     return settings, config, planner
 
 

@@ -4,7 +4,8 @@ INFERA_SIM_TIME_SCALE   cold-start durations multiplier (1.0 = about a minute an
 INFERA_SIM_DEV_ROOT     where /dev/kfd and /dev/dri/renderD* are looked for (default /dev)
 INFERA_SIM_JIT_DIR      JIT cache that grows during graph capture
                         (default /sgl-workspace/aiter/aiter/jit)
-INFERA_SIM_FAULT        fault to inject, one of FAULTS (empty = none)
+INFERA_SIM_FAULT        fault to inject, one of FAULTS (empty = none); wrong_answers serves
+                        at full speed but answers arithmetic questions wrong
 INFERA_SIM_FAULT_AFTER  seconds from ready until exit_after_ready exits (default 5)
 INFERA_SIM_FAULT_DELAY  seconds slow_responses waits before the first token (default 5)
 """
@@ -19,6 +20,7 @@ FAULTS = (
     "slow_responses",
     "fail_responses",
     "memory_access_fault",
+    "wrong_answers",
 )
 
 

@@ -9,7 +9,10 @@ the concatenated text gives back the same ids, up to the last word when ``max_to
 cuts one.
 """
 
+import ast
+import operator
 import os
+import re
 from typing import List, NamedTuple
 
 from tokenizers import Tokenizer
@@ -22,6 +25,27 @@ DEFAULT_ANSWER = "This is a simulated answer from the Infera SGLang simulator."
 # whole, so the filler reads as words there; any tokenizer encodes it.
 FILLER = " the model serves tokens while the router balances requests across workers."
 EOS_TOKENS = ("<|end_of_sentence|>", "<｜end▁of▁sentence｜>", "</s>", "<|endoftext|>")
+
+
+# A question that spells out its arithmetic ("... Work it out as 7 * 8 - 10. ..."), as the
+# collection's accuracy smoke asks: the simulated model does the arithmetic and ends with
+# "The answer is N." (under INFERA_SIM_FAULT=wrong_answers, a wrong N, as fast as ever).
+WORK_IT_OUT = re.compile(r"Work it out as ([0-9+*() -]+?)\.(?:\s|$)")
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+
+
+def evaluate(expression):
+    """The value of an arithmetic expression of integers, + - * and parentheses, or None."""
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
+        raise ValueError(ast.dump(node))
+    try:
+        return value(ast.parse(expression.strip(), mode="eval").body)
+    except (SyntaxError, ValueError):
+        return None
 
 
 class Plan(NamedTuple):
@@ -43,8 +67,9 @@ def load_tokenizer(tokenizer_path):
 
 
 class TokenPlanner:
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, wrong_answers=False):
         self.tokenizer = tokenizer
+        self.wrong_answers = wrong_answers
         self.filler = self.encode(FILLER)
         self.answers = {text: self.encode(text) for text in (ARITHMETIC_ANSWER, DEFAULT_ANSWER)}
         self.eos_id = next((tokenizer.token_to_id(token) for token in EOS_TOKENS
@@ -74,6 +99,11 @@ class TokenPlanner:
         """The deterministic answer to a prompt, at any temperature."""
         if "1+1" in "".join(prompt.split()):
             return self.answers[ARITHMETIC_ANSWER]
+        worked = WORK_IT_OUT.search(prompt)
+        result = evaluate(worked.group(1)) if worked else None
+        if result is not None:
+            # Off by a few, the way a broken kernel is: fast, fluent and wrong.
+            return self.encode("The answer is %d." % (result + 7 if self.wrong_answers else result))
         return self.answers[DEFAULT_ANSWER]
 
     def plan(self, prompt, max_tokens, ignore_eos):

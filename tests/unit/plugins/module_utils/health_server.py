@@ -8,7 +8,8 @@ import threading
 
 
 class LocalServer:
-    """A threaded HTTP server answering each GET with `self.answer(path)` -> (status, body bytes).
+    """A threaded HTTP server answering each GET with `self.answer(path)` -> (status, body bytes), each POST with
+    `self.answer_post(path, body)`.
 
     On 127.0.0.1 at a free port (`address`, host:port) or, given `unix_socket`, on that socket (a fake
     Docker engine). Every requested path is kept in `paths`. Use it as a context manager.
@@ -21,14 +22,20 @@ class LocalServer:
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                owner.paths.append(self.path)
-                status, body = owner.answer(self.path)
+            def _reply(self, status, body):
                 self.send_response(status)
                 self.send_header('Content-Type', owner.content_type)
                 self.send_header('Content-Length', str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                owner.paths.append(self.path)
+                self._reply(*owner.answer(self.path))
+
+            def do_POST(self):  # noqa: N802
+                owner.paths.append(self.path)
+                self._reply(*owner.answer_post(self.path, self.rfile.read(int(self.headers['Content-Length'] or 0))))
 
             def log_message(self, *args):
                 pass
@@ -44,6 +51,10 @@ class LocalServer:
 
     def answer(self, path):
         raise NotImplementedError
+
+    def answer_post(self, path, body):
+        """POST `body` (bytes) to path -> (status, body bytes); a server that takes no POST answers 405."""
+        return 405, b''
 
     def __enter__(self):
         self.thread.start()

@@ -4,71 +4,55 @@ infera.server: GET /health {"status", "active_workers"}, GET /v1/workers, POST /
 
 from __future__ import annotations
 
-import http.server
 import json
+import re
 import threading
 
 import pytest
 
 from ansible_collections.infera.serving.plugins.module_utils import _router_check
 
+from .health_server import LocalServer
 
-class Router:
+
+class Router(LocalServer):
     """A router answering as infera.server does; `workers` and `reply` can change while it runs."""
 
-    def __init__(self, workers=(), reply='1 + 1 = 2.', status='ok'):
+    def __init__(self, workers=(), reply='1 + 1 = 2.', status='ok', error=0):
+        super().__init__()
         self.workers = list(workers)
         self.reply = reply
         self.status = status
+        self.error = error  # added to every worked-out answer: 0 answers right
         self.requests = []
-        owner = self
+        self.url = 'http://' + self.address
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _send(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    def answer(self, path):
+        self.requests.append(('GET', path, None))
+        if path == '/health':
+            return 200, json.dumps({'status': self.status, 'active_workers': len(self.workers)}).encode()
+        if path == '/v1/workers':
+            return 200, json.dumps({'workers': [{'worker_id': w, 'url': 'http://' + w} for w in self.workers]}).encode()
+        return 404, b'{}'
 
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                owner.requests.append(('GET', self.path, None))
-                if self.path == '/health':
-                    self._send(200, {'status': owner.status, 'active_workers': len(owner.workers)})
-                elif self.path == '/v1/workers':
-                    self._send(200, {'workers': [{'worker_id': w, 'url': 'http://' + w} for w in owner.workers]})
-                else:
-                    self._send(404, {})
-
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
-                owner.requests.append(('POST', self.path, body))
-                if owner.reply is None:
-                    self._send(503, {'error': 'no worker available'})
-                else:
-                    self._send(200, {'choices': [{'message': {'role': 'assistant', 'content': owner.reply}}]})
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def answer_post(self, path, body):
+        body = json.loads(body)
+        self.requests.append(('POST', path, body))
+        if self.reply is None:
+            return 503, b'{"error": "no worker available"}'
+        reply = self.reply
+        worked = re.search(r'Work it out as ([0-9+*() -]+)\.', body['messages'][0]['content'])
+        if worked:
+            # Test data of digits and + - * only.
+            reply = 'The answer is %d.' % (eval(worked.group(1)) + self.error)  # noqa: S307
+        return 200, json.dumps({'choices': [{'message': {'role': 'assistant', 'content': reply}}]}).encode()
 
 
 def _params(router, **overrides):
     params = dict(router=router, worker_id='10.0.0.1:30000', expected_workers=1, expected_hosts=None,
                   fleet_routers={}, fleet_timeout=1.0, timeout=1.0, poll=0.05, model='/models/dsv4',
-                  prompt='1+1=?', max_tokens=32, completion_timeout=5)
+                  prompt='1+1=?', max_tokens=32, completion_timeout=5, accuracy_questions=0, accuracy_threshold=0.8,
+                  accuracy_max_tokens=512)
     params.update(overrides)
     return params
 
@@ -159,3 +143,22 @@ def test_another_router_that_never_lists_the_worker_is_unlisted_with_what_it_lis
 @pytest.mark.parametrize('body', [{'workers': None}, {'other': 1}, ['not', 'a', 'dict']])
 def test_worker_ids_of_an_odd_body_are_empty(body):
     assert _router_check._worker_ids(body) == []
+
+
+@pytest.mark.parametrize('error, passed', [(0, True), (7, False)])
+def test_the_accuracy_smoke_asks_through_the_router_after_the_completion(error, passed):
+    with Router(['10.0.0.1:30000'], error=error) as router:
+        result = _router_check.run(_params(router.url, accuracy_questions=20))
+    assert result['accuracy']['questions'] == 20
+    assert result['accuracy']['correct'] == (20 if passed else 0)
+    assert result['accuracy']['passed'] is passed
+    asked = [request for request in router.requests if request[0] == 'POST']
+    assert len(asked) == 21
+    assert all(request[2]['temperature'] == 0 and request[2]['max_tokens'] == 512 for request in asked[1:])
+
+
+def test_no_accuracy_smoke_when_the_completion_failed():
+    with Router(['10.0.0.1:30000'], reply=None) as router:
+        result = _router_check.run(_params(router.url, accuracy_questions=20))
+    assert result['accuracy'] is None
+    assert len([request for request in router.requests if request[0] == 'POST']) == 1

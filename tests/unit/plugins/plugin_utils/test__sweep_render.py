@@ -153,8 +153,12 @@ def two_host_run(run_dir):
     """A simulated host with a valid, an aborted and a dp point; a hardware host whose manifest knows little."""
     host_dir = write_manifest(
         run_dir, 'infera-node-1', [point(32), point(256, 'dp'), point(128, status='aborted', reason='engine exited (code 137)')],
-        variants={'nodp': {'argv': ['--tp-size', '8', '--chunked-prefill-size', '8192'], 'env': {'SGLANG_USE_AITER': '1'}},
-                  'dp': {'argv': ['--tp-size', '8', '--dp', '8', '--enable-dp-attention'], 'env': {}}},
+        variants={'nodp': {'argv': ['--tp-size', '8', '--chunked-prefill-size', '8192'], 'env': {'SGLANG_USE_AITER': '1'},
+                           'accuracy': {'questions': 20, 'correct': 20, 'accuracy': 1.0, 'threshold': 0.8, 'passed': True,
+                                        'line': '20/20 gsm8k-style answers right (100 %, threshold 80 %)'}},
+                  'dp': {'argv': ['--tp-size', '8', '--dp', '8', '--enable-dp-attention'], 'env': {},
+                         'accuracy': {'questions': 20, 'correct': 3, 'accuracy': 0.15, 'threshold': 0.8, 'passed': False,
+                                      'line': '3/20 gsm8k-style answers right (15 %, threshold 80 %)'}}},
         bench_args={'random_input_len': 8192, 'random_output_len': 1024, 'tokenizer': 'a|b'})
     write_lines(host_dir / 'mix_c32.jsonl', bench_record(32, duration=200.0))
     write_lines(host_dir / 'mix_c256.jsonl', bench_record(256, duration=800.0, tpot=60.0))

@@ -1,7 +1,8 @@
 """playbooks/etcd.yml on a rehearsal node: the fleet's etcd in a container, its data on the node.
 
-The node is infera-node-2, so the first node's worker container and the platform's own etcd
-on the host (which the other tests use) are left alone. The image is the platform's real
+The node is infera-node-2 (a fleet test node: tests/conftest.py runs this file in the fleet's
+group), so the first node's worker container and the platform's own etcd on the host (which
+the other tests use) are left alone. The image is the platform's real
 etcd (Debian's etcd-server, ETCD_IMG in platform.env; quay.io is not reachable from CI),
 which inventories/rehearsal/group_vars/mi355x.yml hands to the role as etcd_image. Keys are
 written and read through etcd's v3 HTTP gateway (base64 keys and values), which both
@@ -80,7 +81,7 @@ def remove_etcd(node):
 
 @pytest.fixture(scope="module")
 def settings():
-    settings = platform_up(2)
+    settings = platform_up(3)
     assert settings.get("ETCD_IMG"), f"platform.env has no ETCD_IMG: {settings}"
     return settings
 
@@ -168,9 +169,9 @@ def test_another_etcd_on_the_port_is_named_not_taken_for_this_one(node, settings
 
 
 def test_more_than_one_host_is_refused_before_anything_changes(node):
-    rc, out = run_playbook("etcd.yml", "-e", "infera_etcd_hosts=infera-node-1,infera-node-2",
-                           limit="infera-node-1,infera-node-2", timeout=300)
+    rc, out = run_playbook("etcd.yml", "-e", "infera_etcd_hosts=infera-node-2,infera-node-3",
+                           limit="infera-node-2,infera-node-3", timeout=300)
     assert rc != 0
-    assert "2 hosts matched (infera-node-1, infera-node-2): this playbook runs one single-member etcd" in flat(out), \
+    assert "2 hosts matched (infera-node-2, infera-node-3): this playbook runs one single-member etcd" in flat(out), \
         out[-3000:]
     assert not container_exists(node)

@@ -17,7 +17,9 @@ import pytest
 
 from rehearsal import Node, platform_up, router_workers, run_playbook
 
-NODES = ["infera-node-1", "infera-node-2", "infera-node-3"]
+# The fleet's nodes 1-3 are the platform's infera-node-2..4: infera-node-1 runs the single-node tests
+# at the same time (tests/conftest.py), on the default etcd prefix this fleet does not use.
+NODES = ["infera-node-2", "infera-node-3", "infera-node-4"]
 # Load: short requests, back to back, one client run after another until the rollout ends.
 PROMPTS = 24
 LOAD = ("cd /tmp && rm -f fleet-load.jsonl fleet-load.stop fleet-load.done; "
@@ -31,7 +33,7 @@ LOAD = ("cd /tmp && rm -f fleet-load.jsonl fleet-load.stop fleet-load.done; "
 
 @pytest.fixture(scope="module")
 def fleet():
-    settings = platform_up(len(NODES))
+    settings = platform_up(4)
     nodes = [Node(name) for name in NODES]
     for node in nodes:
         node.remove_worker_container()
@@ -102,7 +104,7 @@ def test_a_failing_node_stops_the_rollout_and_a_rerun_finishes_it(fleet):
     nodes, prefix = fleet[1:]
     deploy(prefix, 256)  # all dp: after the test above nothing restarts; alone, a first deploy
     faulty_env = ("{{ {'INFERA_SIM_TIME_SCALE': '0.05'} | combine({'INFERA_SIM_FAULT': 'crash_weight_load'}"
-                  " if inventory_hostname == 'infera-node-2' else {}) }}")
+                  " if inventory_hostname == 'infera-node-3' else {}) }}")
     rc, out = run_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": 64, "infera_fleet_etcd_prefix": prefix,
                                                                  "infera_extra_env": faulty_env}),
                            limit=",".join(NODES), timeout=1200)
@@ -111,15 +113,15 @@ def test_a_failing_node_stops_the_rollout_and_a_rerun_finishes_it(fleet):
     fleet_now = re.search(r"The fleet now: (.*?)\. Next step: fix the cause above, then rerun the same command", text)
     assert fleet_now, text[-4000:]
     states = dict(entry.split(" ", 1) for entry in fleet_now.group(1).split("; "))
-    assert states["infera-node-2"] == "FAILED here, was serving dp", states
-    others = {host: state for host, state in states.items() if host != "infera-node-2"}
+    assert states["infera-node-3"] == "FAILED here, was serving dp", states
+    others = {host: state for host, state in states.items() if host != "infera-node-3"}
     assert set(others.values()) <= {"nodp (restarted in this run)", "dp (not reached)"}, states
     assert "dp (not reached)" in others.values(), "the rollout must stop before the last node"
     # The failure names the node, the stage and the cause, with the engine log's last lines.
-    assert "infera-node-2: stage rolling change:" in text, text[-4000:]
+    assert "infera-node-3: stage rolling change:" in text, text[-4000:]
     assert "Scheduler hit an exception" in text, text[-4000:]
     # Nodes the rollout did not reach still serve: their routers list the other healthy workers.
-    serving = [node for node in nodes if node.name != "infera-node-2"]
+    serving = [node for node in nodes if node.name != "infera-node-3"]
     for node in serving:
         workers = node.in_container("sgl_mix", "curl -s http://127.0.0.1:8000/v1/workers").stdout
         assert len(json.loads(workers)["workers"]) == 2, workers
@@ -143,7 +145,7 @@ def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_bu
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             if int(engine_launches(nodes[0]) or 0) > launches_before:
-                subprocess.run(["docker", "kill", "infera-node-2"], check=True, capture_output=True)
+                subprocess.run(["docker", "kill", "infera-node-3"], check=True, capture_output=True)
                 killed.set()
                 return
             time.sleep(0.2)
@@ -159,17 +161,17 @@ def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_bu
         assert killed.is_set(), "node 1 never restarted: " + text[-3000:]
         assert rc != 0, text[-3000:]
         # Node 1 went on without node 2's router; node 2 is reported at its turn, within the budget.
-        assert "infera-node-1: stage verify: the router of infera-node-2 does not answer" in text, text[-4000:]
-        lost = text[text.find("infera-node-2: stage rolling change"):][:3000]
-        assert lost.startswith("infera-node-2: stage rolling change: Deploy mixed | Fail when the node was lost failed; "
+        assert "infera-node-2: stage verify: the router of infera-node-3 does not answer" in text, text[-4000:]
+        lost = text[text.find("infera-node-3: stage rolling change"):][:3000]
+        assert lost.startswith("infera-node-3: stage rolling change: Deploy mixed | Fail when the node was lost failed; "
                                "the rollout goes on (1 of 3 node(s) failed, failure budget 34 % = 1.02). "
                                "the node does not answer ("), lost or text[-4000:]
-        assert "The fleet now: infera-node-1 dp (restarted in this run); infera-node-2 FAILED here, was serving nodp; " \
-               "infera-node-3 nodp (not reached)" in text, text[-4000:]
+        assert "The fleet now: infera-node-2 dp (restarted in this run); infera-node-3 FAILED here, was serving nodp; " \
+               "infera-node-4 nodp (not reached)" in text, text[-4000:]
         # The rest finished: node 3 switched after node 2 was lost; the run fails naming node 2.
         assert "fleet: 2/3 nodes ready (serving topology) [SIMULATED engine]" in text, text[-3000:]
-        assert "variant per node: infera-node-1 dp, infera-node-2 FAILED, infera-node-3 dp" in text, text[-3000:]
-        assert "1 node(s) failed their change within the failure budget (infera-node-2)" in text, text[-3000:]
+        assert "variant per node: infera-node-2 dp, infera-node-3 FAILED, infera-node-4 dp" in text, text[-3000:]
+        assert "1 node(s) failed their change within the failure budget (infera-node-3)" in text, text[-3000:]
         # The routers that remain drop node 2's worker when its lease (30 s) expires.
         survivors = [nodes[0], nodes[2]]
         deadline = time.monotonic() + 60
@@ -183,4 +185,4 @@ def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_bu
         assert not any(worker.startswith(nodes[1].address + ":") for workers in listed.values() for worker in workers), listed
     finally:
         watcher.join(timeout=1)
-        platform_up(len(NODES))  # a fresh node 2 for the tests after this one
+        platform_up(4)  # a fresh node 2 for the tests after this one

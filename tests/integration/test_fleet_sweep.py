@@ -17,18 +17,20 @@ import pytest
 
 from rehearsal import REPO, Node, platform_up, run_playbook
 
-NODES = ["infera-node-1", "infera-node-2", "infera-node-3"]
+# The fleet's nodes 1-3 are the platform's infera-node-2..4: infera-node-1 runs the single-node tests
+# at the same time (tests/conftest.py), on the default etcd prefix this fleet does not use.
+NODES = ["infera-node-2", "infera-node-3", "infera-node-4"]
 SETTINGS = {"concurrencies": [2, 4], "sweep_random_input_len": 64, "sweep_random_output_len": 64,
             "sweep_below_target": "ignore"}
 # Node 3 without a throughput lever: a node the fleet section must find.
 SLOW_NODE_3 = {"sglang_worker_allow_missing_levers": True,
                "infera_extra_env": "{{ {'INFERA_SIM_TIME_SCALE': '0.05'} | combine({'SGLANG_OPT_USE_FUSED_COMPRESS': none}"
-                                   " if inventory_hostname == 'infera-node-3' else {}) }}"}
+                                   " if inventory_hostname == 'infera-node-4' else {}) }}"}
 
 
 @pytest.fixture(scope="module")
 def fleet():
-    platform_up(len(NODES))
+    platform_up(4)
     nodes = [Node(name) for name in NODES]
     for node in nodes:
         node.remove_worker_container()
@@ -66,27 +68,27 @@ def test_isolated_nodes_are_swept_at_once_and_the_slow_node_is_flagged(fleet, tm
     report = (run_dir / "report.md").read_text()
     assert "## Fleet: Throughput/GPU (tok/s) per node (SIMULATED)" in report
     flagged = re.findall(r"BELOW MEDIAN (infera-node-\d) c(\d+):", out)
-    assert sorted(set(flagged)) == [("infera-node-3", "2"), ("infera-node-3", "4")], out[-4000:]
+    assert sorted(set(flagged)) == [("infera-node-4", "2"), ("infera-node-4", "4")], out[-4000:]
 
 
 def test_a_serving_fleet_with_one_router_is_swept_once_through_it(fleet, tmp_path):
     """Routers only on the inventory group infera_routers (node 2 here): nodes 1 and 3 run none, their
     workers are checked through node 2's router, and the fleet is swept once through it."""
     routers = tmp_path / "routers.ini"
-    routers.write_text("[infera_routers]\ninfera-node-2\n")
+    routers.write_text("[infera_routers]\ninfera-node-3\n")
     inventory = ["-i", str(REPO / "inventories" / "rehearsal"), "-i", str(routers)]
     run_dir, out = sweep(tmp_path / "results", "serving", inventory=inventory)
     # One folder: the node whose router the fleet sweep went through.
-    assert sorted(path.name for path in run_dir.iterdir() if path.is_dir()) == ["infera-node-2"]
-    assert manifest_points(run_dir, "infera-node-2") == [(6, 2, True, "ok", 3), (12, 4, True, "ok", 3)]
-    assert "infera-node-2: point 1/2 c6 nodp (fleet: 3 workers x c2), 60 prompts on 24 GPUs" in out, out[-4000:]
+    assert sorted(path.name for path in run_dir.iterdir() if path.is_dir()) == ["infera-node-3"]
+    assert manifest_points(run_dir, "infera-node-3") == [(6, 2, True, "ok", 3), (12, 4, True, "ok", 3)]
+    assert "infera-node-3: point 1/2 c6 nodp (fleet: 3 workers x c2), 60 prompts on 24 GPUs" in out, out[-4000:]
     rows = csv_rows(run_dir)
     assert [(row["Concurrency"], row["Node Concurrency"], row["Fleet"], row["Workers"], row["GPUs"]) for row in rows] == [
         ("6", "2", "true", "3", "24"), ("12", "4", "true", "3", "24")]
     # Only node 2 runs a router; the bench went through it only.
     for node in fleet:
         router = node.in_container("sgl_mix", "pgrep -f '^python -m infera[.]server'", check=False).returncode == 0
-        assert router == (node.name == "infera-node-2"), node.name
+        assert router == (node.name == "infera-node-3"), node.name
         ran_client = node.in_container("sgl_mix", f"test -e /var/lib/infera/sgl_mix/results/{run_dir.name}",
                                        check=False).returncode == 0
-        assert ran_client == (node.name == "infera-node-2"), node.name
+        assert ran_client == (node.name == "infera-node-3"), node.name

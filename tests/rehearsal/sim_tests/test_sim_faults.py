@@ -62,10 +62,12 @@ def test_startup_fault_stops_wrapper_before_registering(launch, sim_env, model_d
 
 
 def test_engine_dying_after_ready_is_deregistered(launch, sim_env, model_dir, etcd, router):
-    wrapper = start_wrapper(launch, {**sim_env, "INFERA_SIM_FAULT_AFTER": "1"}, model_dir,
+    # The engine dies 8 s after its ready line: time for Infera's wrapper to register it first, also
+    # when other tests load the machine (at 1 s, a slow registration raced the death and lost).
+    wrapper = start_wrapper(launch, {**sim_env, "INFERA_SIM_FAULT_AFTER": "8"}, model_dir,
                             etcd, "exit_after_ready", ["--kv-events", "off"])
-    router.wait_for_workers(1, timeout=30)
-    router.wait_for_workers(0, timeout=15)
+    router.wait_for_workers(1, timeout=60)
+    router.wait_for_workers(0, timeout=30)
     assert wrapper.wait_exit(30) == 0
     log = wrapper.stderr
     assert SIGQUIT in log

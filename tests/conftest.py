@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Which tests may run at the same time (`make test` runs four pytest-xdist workers).
+
+A group runs in one worker, one test after another; groups run side by side. They share
+nothing a test changes:
+
+- ``node-1``: the tests on the rehearsal platform's first node (its worker container, the
+  default etcd prefix /infera/workers/, its results);
+- ``fleet-nodes``: the fleet tests on nodes 2-4 (each on an etcd prefix of its own) and the
+  etcd role's test (its own etcd container on node 2);
+- ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create;
+- ``no-node``: unit, simulator and lint tests (free ports, temporary directories).
+
+The groups are xdist's scheduling units (a scheduler of our own below: xdist's ``loadgroup``
+renames test ids through an attribute pytest 9 no longer reads). They are collected longest
+first, so with four workers each group starts at once in a worker of its own.
+"""
+
+from __future__ import annotations
+
+GROUPS = {
+    'tests/integration/test_fleet.py': 'fleet-nodes',
+    'tests/integration/test_fleet_sweep.py': 'fleet-nodes',
+    'tests/integration/test_etcd.py': 'fleet-nodes',
+    'tests/integration/test_molecule.py': 'own-nodes',
+    'tests/integration/test_platform.py': 'own-nodes',
+}
+ORDER = ('node-1', 'fleet-nodes', 'own-nodes', 'no-node')
+
+
+def group_of(nodeid):
+    """The group of a test, by its id (a path relative to the repository, then ::name)."""
+    path = nodeid.split('::', 1)[0]
+    if path in GROUPS:
+        return GROUPS[path]
+    return 'node-1' if path.startswith('tests/integration/') else 'no-node'
+
+
+def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
+    items.sort(key=lambda item: ORDER.index(group_of(item.nodeid)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduling, with our groups as the scopes."""
+    from xdist.scheduler import LoadScopeScheduling  # pylint: disable=import-outside-toplevel
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)

@@ -95,6 +95,12 @@ def test_rolling_switch_under_load_fails_no_request(fleet):
     assert [after - before for before, after in zip(launches_before, launches_after)] == [1, 1, 1]
     assert switched.count("PLAY [Deploy mixed | Rolling change, serving nodes one batch at a time]") == 3, \
         "one batch per node (serial 1)"
+    # Every serving node pulled the image and compared its container at once, before the first drain;
+    # each node's turn then used that check instead of repeating it.
+    pulls = re.findall(r"Container \| Pull the engine image\] \**((?: (?:ok|changed): \[infera-node-\d\])+)", switched)
+    assert len(pulls) == 1 and len(re.findall(r"infera-node-\d", pulls[0])) == 3, pulls or switched[-3000:]
+    assert switched.find("Container | Pull the engine image]") < switched.find("Send SIGTERM to the worker wrapper"), \
+        switched[-3000:]
 
 
 def test_a_failing_node_stops_the_rollout_and_a_rerun_finishes_it(fleet):

@@ -239,8 +239,8 @@ def test_a_failed_client_is_reported_once_the_engine_grace_is_over(point, short_
     waiter = threading.Thread(target=run, daemon=True)
     started = time.time()
     waiter.start()
-    waiter.join(5)
-    assert short_engine_grace <= time.time() - started < 5
+    waiter.join(20)
+    assert short_engine_grace <= time.time() - started < 20
     assert [error.details['rc'] for error in errors] == [1]
 
 
@@ -354,7 +354,7 @@ def test_deadline_aborts_and_stops_the_client(point):
         resume = {'started_at': started - 0.7, 'health_failures': 0, 'read_offset': 0, 'progress': None}
         message, details = failure(point.params(deadline=1, kill_match=bench.mark, resume=resume))
         assert bench.ended_by() == signal.SIGTERM
-    assert 0.25 <= time.time() - started < 4
+    assert 0.25 <= time.time() - started < 10
     headline = message.splitlines()[0]
     assert headline.startswith('point c64 exceeded its deadline of 1 s on node3')
     assert ', stage sweep, 00:0' in headline
@@ -609,9 +609,9 @@ def test_a_slice_returns_what_the_next_one_needs(point):
     started = time.time()
     result, warnings = wait_for_point(point.params(max_wait=0.2))
     assert warnings == []
-    assert 0.2 <= result['elapsed'] < 2
+    assert 0.2 <= result['elapsed'] < 10
     progress = {'stage': 'main', 'warmup_requests': 128, 'completed': 0, 'total': None, 'bar_elapsed': None}
-    assert started <= result['resume']['started_at'] < started + 1
+    assert started <= result['resume']['started_at'] < started + 10
     assert result == {'changed': False, 'rc': None, 'elapsed': result['elapsed'], 'aborted': False, 'finished': False,
                       'output_lines': 0, 'log_tail': BENCH_LOG, 'killed_pids': [], 'progress': progress,
                       'engine': {'checked': False, 'alive': None, 'failures': 0, 'last': None},
@@ -656,9 +656,9 @@ def test_failed_health_checks_in_a_row_span_slices(point):
     with HealthServer(status=503) as health:
         resume = {'started_at': time.time(), 'health_failures': 2, 'read_offset': 0, 'progress': None}
         started = time.time()
-        _message, details = failure(point.params(engine_health_url=health.url, health_interval=5, max_wait=3,
+        _message, details = failure(point.params(engine_health_url=health.url, health_interval=60, max_wait=30,
                                                  resume=resume))
-    assert time.time() - started < 2
+    assert time.time() - started < 10
     assert details['engine']['failures'] == 3
 
 

@@ -22,7 +22,7 @@ def test_stop_escalates_to_sigkill_when_sigterm_is_ignored():
         started = time.time()
         assert stop_processes(bench.mark, grace=0.3) == ([bench.pid], [])
         assert bench.ended_by() == signal.SIGKILL
-        assert time.time() - started < 3
+        assert time.time() - started < 10
 
 
 def test_find_processes_never_returns_this_process():

@@ -301,7 +301,7 @@ def test_exit_file_fails_fast_with_code_and_hint(node):
     started = time.time()
     message, details = failure(node.params())
     writer.join()
-    assert time.time() - started < 5
+    assert time.time() - started < 20
     assert details['phase'] == 'exited'
     assert details['exit_code'] == 137
     assert details['stage'] == 'weights_loaded'
@@ -450,7 +450,7 @@ def test_deadline_fails_even_while_the_log_grows(node):
     message, details = failure(node.params(stall_timeout=0.5, deadline=1.0))
     writer.join()
     assert details['phase'] == 'timed_out'
-    assert 1.0 <= details['elapsed'] < 3
+    assert 1.0 <= details['elapsed'] < 10
     assert 'timed out during stage loading_weights' in message
     assert 'deadline 1 s' in details['cause']
 
@@ -490,7 +490,7 @@ def test_max_wait_returns_progress_and_the_next_call_resumes(node):
     first = wait_until_ready(node.params(max_wait=0.3))
     assert first['ready'] is False
     assert first['phase'] == 'weights_loaded'
-    assert 0.3 <= first['elapsed'] < 2
+    assert 0.3 <= first['elapsed'] < 10
 
     node.write('\n'.join(LAUNCH[3:]) + '\n')
     second = wait_until_ready(node.params())
@@ -506,7 +506,8 @@ def test_waiting_again_on_a_ready_launch_returns_at_once_and_notices_a_later_exi
         first = wait_until_ready(node.params(health_url=health.url))
         started = time.time()
         again = wait_until_ready(node.params(health_url=health.url))
-        assert time.time() - started < 1
+        # Not waiting would take the stall timeout (30 s); the bound leaves room for a loaded CI machine.
+        assert time.time() - started < 10
     assert again['ready'] is True
     assert again['phases']['ready'] == first['phases']['ready']
     with open(node.exit_file, 'w') as handle:

@@ -34,12 +34,13 @@ test-lint: bootstrap
 	python -m pytest -q tests/lint
 
 # Everything: unit, simulator, lint + sanity, and the rehearsal platform (walkthrough
-# fidelity, deploy failure paths, fleet, faults, molecule scenarios), in four pytest-xdist
-# workers that share nothing: node 1's tests, the fleet's (nodes 2-4), molecule's own nodes,
+# fidelity, deploy failure paths, fleet, faults, molecule scenarios), in five pytest-xdist
+# workers that share nothing: node 1's tests, the fleet's (nodes 2-4), the fault matrix's
+# (node 5), molecule's own nodes,
 # and the tests that need no node (tests/conftest.py groups them). The platform comes up
 # first, once, so no two workers build it. TEST_WORKERS=0 runs everything in one process.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 5
 test: bootstrap
-	@$(PLATFORM) up 4
+	@$(PLATFORM) up 5
 	python -m pytest -q -p no:cacheprovider -ra --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope) \
 	  tests/unit tests/rehearsal/sim_tests tests/lint tests/integration

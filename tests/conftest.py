@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Which tests may run at the same time (`make test` runs four pytest-xdist workers).
+"""Which tests may run at the same time (`make test` runs five pytest-xdist workers).
 
 A group runs in one worker, one test after another; groups run side by side. They share
 nothing a test changes:
@@ -8,12 +8,14 @@ nothing a test changes:
   default etcd prefix /infera/workers/, its results);
 - ``fleet-nodes``: the fleet tests on nodes 2-4 (each on an etcd prefix of its own) and the
   etcd role's test (its own etcd container on node 2);
+- ``fault-node``: the fault matrix on node 5 (its own etcd prefix in the isolated topology, its
+  own etcd for the etcd cases);
 - ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create;
 - ``no-node``: unit, simulator and lint tests (free ports, temporary directories).
 
 The groups are xdist's scheduling units (a scheduler of our own below: xdist's ``loadgroup``
 renames test ids through an attribute pytest 9 no longer reads). They are collected longest
-first, so with four workers each group starts at once in a worker of its own.
+first, so with five workers each group starts at once in a worker of its own.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ GROUPS = {
     'tests/integration/test_fleet.py': 'fleet-nodes',
     'tests/integration/test_fleet_sweep.py': 'fleet-nodes',
     'tests/integration/test_etcd.py': 'fleet-nodes',
+    'tests/integration/test_fault_matrix.py': 'fault-node',
     'tests/integration/test_molecule.py': 'own-nodes',
     'tests/integration/test_platform.py': 'own-nodes',
 }
-ORDER = ('node-1', 'fleet-nodes', 'own-nodes', 'no-node')
+ORDER = ('node-1', 'fleet-nodes', 'fault-node', 'own-nodes', 'no-node')
 
 
 def group_of(nodeid):

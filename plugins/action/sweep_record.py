@@ -63,6 +63,22 @@ ARGUMENT_SPEC = {
 }
 
 
+def unwritten_message(params, dest, error):
+    """The failure when the manifest cannot be written (a full or read-only results disk): node, stage, cause, next step,
+    what stays intact, and the disk's free space as its last line."""
+    kept = ['c%s' % point.get('conc') for point in params['points'] if point.get('status') in ('ok', 'resumed')]
+    try:
+        stats = os.statvfs(dest)
+        disk = '%s: %.1f MB free of %.1f MB' % (dest, stats.f_bavail * stats.f_frsize / 1e6, stats.f_blocks * stats.f_frsize / 1e6)
+    except OSError as statvfs_error:
+        disk = '%s: %s' % (dest, statvfs_error.strerror or statvfs_error)
+    return ('%s: stage sweep c%s (record on the controller): %s. Cause: the controller cannot write the results folder '
+            '(a full or read-only disk). The points recorded before stay intact in %s: %s. Next step: free space '
+            '(df -h %s), then rerun with -e run_id=%s: valid points are kept and c%s runs again. Disk: %s'
+            % (params['host'], params['conc'], error, os.path.join(dest, MANIFEST), ', '.join(kept) or 'none yet',
+               dest, params['run_id'], params['conc'], disk))
+
+
 def _current_text(path):
     try:
         with open(path, encoding='utf-8') as handle:
@@ -93,7 +109,7 @@ class ActionModule(ActionBase):
         try:
             changed = write_manifest(dest, manifest, check_mode=self._task.check_mode)
         except SweepResultsError as error:
-            raise AnsibleActionFail('sweep record for %s c%s: %s' % (params['host'], params['conc'], error)) from None
+            raise AnsibleActionFail(unwritten_message(params, dest, error)) from None
 
         figures = point_figures(record, argv, len(point['workers'] or ()))
         line = point_line(params['host'], params['label'], point, figures, sweep_seconds(manifest['points']))

@@ -8,6 +8,7 @@ and whether results already collected were kept. tests/integration/test_fault_ma
 asserts each outcome; benchmarks/fault_matrix prints the rows. Every time is SIMULATED.
 """
 
+import base64
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 
 from rehearsal import REPO
@@ -65,7 +67,7 @@ class Row:
     rc: int = 0
 
 
-def stamped_playbook(playbook, *extra, env=None, timeout=900, limit="infera-node-1"):
+def stamped_playbook(playbook, *extra, limit, env=None, timeout=900):
     """ansible-playbook like rehearsal.run_playbook, with each output line stamped as it arrives: (rc, [(time, line)])."""
     full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
                 "PYTHONUNBUFFERED": "1", **(env or {})}
@@ -147,7 +149,7 @@ def engine_fault(node, spec):
     if spec.stall_timeout:
         # A deadline well past the stall: a hang caught by the deadline instead is a failure of the stall watch.
         extra.update(sglang_worker_stall_timeout=spec.stall_timeout, sglang_worker_ready_deadline=spec.stall_timeout * 4)
-    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(extra))
+    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(extra), limit=node.name)
     failed_at, failed_line = first_failure(lines)
     watched = seen()
     if spec.stall_timeout:
@@ -189,12 +191,12 @@ def manifest_points(results_dir, run_id, host):
     return json.loads(path.read_text())["points"] if path.exists() else []
 
 
-def kill_mid_sweep(node, results_dir, case, kill, reported, run_id=None):
+def kill_mid_sweep(node, results_dir, case, kill, reported, run_id=None, extra=None):
     """Run the c4, c16 sweep and, 3 s into c16's measurement, run the kill script on the node (or call kill with the
     controller's process). The Row times the first output line containing `reported` from the kill; results kept
     counts c4, valid on the controller."""
     run_id = run_id or f"fault-{case.split('.')[0]}-{time.time_ns()}"
-    process = sweep_process(node, sweep_settings(run_id, results_dir))
+    process = sweep_process(node, {**sweep_settings(run_id, results_dir), **(extra or {})})
     lines, killed_at = [], None
     reader = _Reader(process.stdout, lines)
     reader.start()
@@ -227,6 +229,203 @@ def engine_killed_mid_sweep(node, results_dir):
     return row
 
 
+def rerun_outcome(node, results_dir, run_id):
+    """Rerun the same run_id: (outcome line, output). The line says the rerun's rc, every point's status in the
+    manifest, and how many lines c16's jsonl holds (1: measured once, nothing appended twice)."""
+    rerun = sweep_process(node, sweep_settings(run_id, results_dir))
+    output = rerun.communicate(timeout=900)[0]
+    points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
+    jsonl = results_dir / run_id / node.name / "mix_c16.jsonl"
+    lines = len(jsonl.read_text().splitlines()) if jsonl.exists() else 0
+    outcome = "rerun %s: %s; c16 jsonl %d line(s)" % ("ok" if rerun.returncode == 0 else "rc %d" % rerun.returncode,
+                                                      ", ".join("c%d %s" % point for point in points), lines)
+    return outcome, output
+
+
+ROUTER = "^python -m infera[.]server "
+
+
+def router_crashed_mid_sweep(node, results_dir):
+    """Case 6: Infera's router is SIGKILLed while c16 is measured. The point is marked aborted with the router as the
+    cause, c4 is kept, and a rerun of the same run_id starts the router again and runs c16 only."""
+    row, run_id = kill_mid_sweep(node, results_dir, "6. the router crashes mid-sweep", f"pkill -KILL -f '{ROUTER}'",
+                                 "stopped answering during the point")
+    outcome, output = rerun_outcome(node, results_dir, run_id)
+    row.results_kept += "; " + outcome
+    row.output += "\n--- rerun\n" + output
+    return row
+
+
+def results_disk_full(node, results_dir):
+    """Case 13: the controller's results disk fills up while c16 is measured. results_dir must be a small file system
+    of its own (the test mounts a tmpfs); a file fills it 3 s into c16. The sweep says so naming the manifest it
+    cannot write, the manifest keeps c4; once the file is removed, a rerun of the same run_id runs c16 only."""
+    filler = results_dir / "filler"
+
+    def fill(_process):
+        with open(filler, "wb") as handle:
+            try:
+                while True:
+                    handle.write(b"\0" * 65536)
+                    handle.flush()
+            except OSError:
+                pass
+
+    row, run_id = kill_mid_sweep(node, results_dir, "13. the controller's results disk is full", fill,
+                                 "(record on the controller)")
+    filler.unlink()
+    outcome, output = rerun_outcome(node, results_dir, run_id)
+    row.results_kept += "; disk freed, " + outcome
+    row.output += "\n--- rerun\n" + output
+    return row
+
+
+class OwnEtcd:
+    """An etcd of the fault's own on the host (the platform's etcd binary), so that stopping it disturbs no other test:
+    listening on 127.0.0.1 and the Docker gateway the nodes reach, on a port of its own."""
+
+    def __init__(self, data_dir, gateway, port=23791):
+        self.data_dir, self.gateway, self.port = data_dir, gateway, port
+        self.endpoint = f"http://{gateway}:{port}"
+        self.process = None
+
+    def start(self, keep_data=True):
+        """Start it (a fresh data dir unless keep_data); returns when it answers."""
+        if not keep_data:
+            subprocess.run(["rm", "-rf", str(self.data_dir)], check=True)
+        peer = f"http://127.0.0.1:{self.port + 10}"
+        self.process = subprocess.Popen(
+            ["etcd", "--name", "infera-fault", "--data-dir", str(self.data_dir),
+             "--listen-client-urls", f"http://127.0.0.1:{self.port},{self.endpoint}", "--advertise-client-urls",
+             self.endpoint, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+             "--initial-cluster", f"infera-fault={peer}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.healthy():
+                return time.time()
+            time.sleep(0.05)
+        raise AssertionError(f"the fault's own etcd did not answer on {self.endpoint}")
+
+    def kill(self):
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def post(self, path, body):
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=2) as answer:
+            return json.loads(answer.read() or b"{}")
+
+    def healthy(self):
+        try:
+            self.post("/v3/maintenance/status", {})
+            return True
+        except OSError:
+            return False
+
+    def live_keys(self, worker_id):
+        """The keys (under any prefix) of worker_id whose lease is alive."""
+        try:
+            found = self.post("/v3/kv/range", {"key": _b64("\0"), "range_end": _b64("\0")})
+            keys = []
+            for entry in found.get("kvs", []):
+                key = base64.b64decode(entry["key"]).decode()
+                lease = entry.get("lease")
+                if key.endswith("/" + worker_id) and lease and int(
+                        self.post("/v3/lease/timetolive", {"ID": lease}).get("TTL", "0")) > 0:
+                    keys.append(key)
+            return keys
+        except OSError:
+            return []
+
+
+def _b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def etcd_cases(node, results_dir, work_dir):
+    """Case 7 with an etcd of its own (OwnEtcd). 7a: etcd down at deploy time: preflight says so before anything
+    changes (timed from the play's start). 7b: etcd restarts mid-sweep (killed, started again with its data): the
+    worker keeps its lease. 7c: etcd loses its data mid-sweep (killed, started empty): Infera's wrapper re-registers
+    at its next lease keepalive (every TTL/3 = 10 s). For 7b and 7c the Row times how long after etcd answered again
+    the worker was back under its prefix with a live lease, and whether the sweep finished with every point."""
+    gateway = node.sh("ip route | awk '/default/ {print $3}'").stdout.strip()
+    etcd = OwnEtcd(work_dir / "etcd", gateway)
+    worker_id = f"{node.address}:30000"
+    rows = []
+    node.remove_worker_container()
+    try:
+        # 7a: nothing answers at the endpoint yet.
+        started = time.time()
+        rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e",
+                                     json.dumps({"infera_etcd_endpoint": etcd.endpoint}), limit=node.name)
+        said_at, said = first_failure(lines)
+        joined = " ".join(" ".join(line for _stamp, line in lines).split())
+        found = re.search(r"%s: preflight etcd: etcd at \S+ does not answer .*?then curl \S+" % re.escape(node.name), joined)
+        changed = node.sh("docker ps -q --filter name=^sgl_mix$").stdout.strip()
+        rows.append(Row(case="7a. etcd is down at deploy time", message=found.group(0) if found else failure_text(said),
+                        detected_after=round(said_at - started, 2) if said_at else None,
+                        results_kept="nothing started on the node" if not changed else "a container runs",
+                        output="\n".join(line for _stamp, line in lines), rc=rc))
+        etcd.start(keep_data=False)
+        for case, keep in (("7b. etcd restarts mid-sweep (data kept)", True),
+                           ("7c. etcd restarts mid-sweep with its data lost", False)):
+            back = {}
+
+            def restart(_process, keep=keep, back=back):
+                etcd.kill()
+                back["answered_at"] = etcd.start(keep_data=keep)
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and not etcd.live_keys(worker_id):
+                    time.sleep(0.05)
+                back["registered_at"] = time.time() if etcd.live_keys(worker_id) else None
+
+            settings = {"infera_etcd_endpoint": etcd.endpoint}
+            row, run_id = kill_mid_sweep(node, results_dir, case, restart, "PLAY RECAP", extra=settings)
+            points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
+            row.detected_after = (round(back["registered_at"] - back["answered_at"], 2)
+                                  if back.get("registered_at") and back.get("answered_at") else None)
+            row.message = ("worker %s %s in etcd with a live lease %s" % (
+                worker_id, "back" if row.detected_after is not None else "NOT back",
+                "%.2f s after etcd answered again" % row.detected_after if row.detected_after is not None else "within 120 s"))
+            row.results_kept = "sweep rc %d: %s" % (row.rc, ", ".join("c%d %s" % point for point in points))
+            rows.append(row)
+    finally:
+        etcd.kill()
+        node.remove_worker_container()
+    return rows
+
+
+def port_held(node, port=30000):
+    """Case 9: a foreign process (python3 -m http.server) holds the engine's port 30000 on the node. The deploy's
+    preflight names its pid and command before anything changes; the Row times the message from the play's start."""
+    node.remove_worker_container()
+    command = f"python3 -m http.server {port}"
+    node.sh(f"cd /tmp && setsid {command} >/dev/null 2>&1 < /dev/null &")
+    try:
+        pid = ""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pid = node.sh(f"pgrep -f '^{command}$' || true").stdout.strip()
+            if pid and node.sh(f"ss -ltn 'sport = :{port}' | grep -q LISTEN", check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        started = time.time()
+        rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", limit=node.name)
+    finally:
+        node.sh(f"pkill -f '^{command}$' || true")
+    said_at, _said = first_failure(lines)
+    joined = " ".join(" ".join(line for _stamp, line in lines).split())
+    found = re.search(r"%s: preflight ports: port %d is held by .*?then rerun" % (re.escape(node.name), port), joined)
+    changed = node.sh("docker ps -q --filter name=^sgl_mix$").stdout.strip()
+    return Row(case="9. port %d is held by a foreign process" % port, message=found.group(0) if found else "",
+               detected_after=round(said_at - started, 2) if said_at else None,
+               results_kept="nothing started on the node" if not changed else "a container runs",
+               output="\n".join(line for _stamp, line in lines), rc=rc), pid
+
+
 def bench_client_killed_then_interrupted(node, results_dir):
     """Cases 11 and 12 on one run_id (one sweep fewer than apart). 11: the bench client is SIGKILLed while c16 is
     measured; the play reports the point. 12: the rerun is interrupted (SIGINT to the controller's process group, as
@@ -242,15 +441,9 @@ def bench_client_killed_then_interrupted(node, results_dir):
     interrupted, _run_id = kill_mid_sweep(node, results_dir, "12. the controller is interrupted (SIGINT) mid-sweep",
                                           interrupt, "User interrupted execution", run_id=run_id)
     leftover = node.sh("pgrep -f 'sglang[.]bench_serving.*--max-concurrency 16 '", check=False).returncode == 0
-    rerun = sweep_process(node, sweep_settings(run_id, results_dir))
-    output = rerun.communicate(timeout=900)[0]
-    points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
-    jsonl = results_dir / run_id / node.name / "mix_c16.jsonl"
-    lines = len(jsonl.read_text().splitlines()) if jsonl.exists() else 0
+    outcome, output = rerun_outcome(node, results_dir, run_id)
     bench_log = results_dir / run_id / node.name / "bench-c16.log"
     stopped = bench_log.exists() and "stopped a bench client left running" in bench_log.read_text(errors="replace")
-    outcome = "rerun %s: %s; c16 jsonl %d line(s)" % ("ok" if rerun.returncode == 0 else "rc %d" % rerun.returncode,
-                                                      ", ".join("c%d %s" % point for point in points), lines)
     killed.results_kept += "; " + outcome
     interrupted.results_kept += "; client left running on the node: %s, stopped by the rerun: %s; %s" % (
         "yes" if leftover else "no", "yes" if stopped else "no", outcome)
@@ -279,13 +472,14 @@ def stale_container(node):
     The Row times the message from the play's start; results kept says whether the old worker was drained first."""
     node.remove_worker_container()
     extra = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE}}
-    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps({**extra, "container_shm_size": "16G"}))
+    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps({**extra, "container_shm_size": "16G"}),
+                                 limit=node.name)
     if rc != 0:
         return Row(case="10. a stale sgl_mix with other settings", message="the setup deploy failed",
                    output="\n".join(line for _stamp, line in lines), rc=rc)
     old_log = node.sh(f"readlink -f {WORK}/logs/engine.log").stdout.strip()
     started = time.time()
-    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(extra))
+    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(extra), limit=node.name)
     said_at = stamp_of(lines, "stage container: sgl_mix runs")
     # The callback wraps the message over lines and doubles its quotes: read it from the joined output.
     joined = " ".join(" ".join(line for _stamp, line in lines).split()).replace("''", "'")

@@ -5,13 +5,24 @@ measured detection times (SIMULATED engine; times are figures, not asserted here
 """
 
 import json
+import subprocess
 import time
 
 import pytest
 
-from conftest import NODE
-from faults import ENGINE_FAULTS, bench_client_killed_then_interrupted, engine_fault, engine_killed_mid_sweep, stale_container
-from rehearsal import router_workers
+from faults import (ENGINE_FAULTS, bench_client_killed_then_interrupted, engine_fault, engine_killed_mid_sweep,
+                    etcd_cases, port_held, results_disk_full, router_crashed_mid_sweep, stale_container)
+from rehearsal import Node, platform_up, router_workers
+
+# A node of the matrix's own (tests/conftest.py: group fault-node), so it runs beside node 1's tests; the rehearsal
+# inventory's isolated topology gives it an etcd prefix of its own.
+NODE = "infera-node-5"
+
+
+@pytest.fixture(scope="module")
+def node():
+    platform_up(5)
+    return Node(NODE)
 
 
 @pytest.mark.parametrize("spec", ENGINE_FAULTS, ids=[spec.fault for spec in ENGINE_FAULTS])
@@ -76,3 +87,66 @@ def test_a_stale_container_with_other_settings_is_drained_then_replaced_and_said
     shm = clean_node.sh("docker inspect -f '{{.HostConfig.ShmSize}}' sgl_mix").stdout.strip()
     assert shm == str(32 * 1024 ** 3), shm
     assert f"{clean_node.address}:30000" in router_workers(clean_node, "sgl_mix", "127.0.0.1")
+
+
+def test_a_router_crash_mid_sweep_marks_the_point_keeps_the_earlier_one_and_a_rerun_resumes(node, tmp_path):
+    row = router_crashed_mid_sweep(node, tmp_path / "results")
+    assert row.rc != 0, row.output[-4000:]
+    assert row.detected_after is not None, row.output[-4000:]
+    assert NODE in row.message and "stage sweep c16" in row.message, row.message
+    message = row.output[row.output.index("stopped answering during the point"):]
+    for words in ("Cause: the router process exited", "Next step: read /var/lib/infera/sgl_mix/logs/router.log",
+                  "Last lines of the router log: INFO:", '"POST /v1/completions HTTP/1.1" 200 OK'):
+        assert words in message, f"{words!r} missing from:\n{message[:3000]}"
+    # c4 stayed valid; the rerun started the router again (the router role) and ran c16 once, c4 not again.
+    assert row.results_kept == "1 of 1 earlier point; rerun ok: c4 resumed, c16 ok; c16 jsonl 1 line(s)", \
+        row.output[-4000:]
+    run_dir = next((tmp_path / "results").iterdir())
+    assert (run_dir / NODE / "bench-c16.log").exists()
+
+
+@pytest.fixture
+def small_results_disk(tmp_path):
+    """A 16 MB tmpfs as the controller's results folder (CI and the rehearsal run as root)."""
+    mount = tmp_path / "results"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_results_disk_fails_clearly_keeps_the_earlier_points_and_a_rerun_resumes(node, small_results_disk):
+    row = results_disk_full(node, small_results_disk)
+    assert row.rc != 0, row.output[-4000:]
+    assert row.detected_after is not None, row.output[-4000:]
+    joined = " ".join(row.output.split())
+    found = joined[joined.index(f"{NODE}: stage sweep c16 (record on the controller)"):]
+    for words in ("No space left on device", "Cause: the controller cannot write the results folder",
+                  "stay intact in", "manifest.json: c4", "Next step: free space (df -h", "Disk: "):
+        assert words in found, f"{words!r} missing from:\n{found[:3000]}"
+    assert row.results_kept == ("1 of 1 earlier point; disk freed, rerun ok: c4 resumed, c16 ok; c16 jsonl 1 line(s)"), \
+        row.output[-4000:]
+
+
+def test_etcd_down_at_deploy_is_named_first_and_a_restart_mid_sweep_loses_no_point(node, tmp_path):
+    down, restarted, emptied = etcd_cases(node, tmp_path / "results", tmp_path)
+    # 7a: preflight names the endpoint and the next step before anything changes on the node.
+    assert down.rc != 0, down.output[-3000:]
+    assert down.message.startswith(f"{NODE}: preflight etcd: etcd at http://"), down.output[-3000:]
+    assert "next step: start etcd or fix the endpoint (infera_etcd_endpoint)" in down.message, down.message
+    assert down.results_kept == "nothing started on the node", down.output[-3000:]
+    # 7b, 7c: Infera's router keeps the workers it knows while its watch reconnects, so the point in flight and the
+    # next finish; the worker is under its prefix with a live lease again (7c: Infera's wrapper re-registered).
+    for row in (restarted, emptied):
+        assert row.rc == 0, row.output[-4000:]
+        assert row.detected_after is not None, row.message
+        assert row.results_kept == "sweep rc 0: c4 ok, c16 ok", row.output[-4000:]
+
+
+def test_a_foreign_holder_of_the_engine_port_is_named_with_its_pid_before_anything_starts(clean_node):
+    row, pid = port_held(clean_node)
+    assert row.rc != 0, row.output[-3000:]
+    assert row.message == (f"{NODE}: preflight ports: port 30000 is held by pid {pid} (python3 -m http.server 30000) "
+                           f"outside the container sgl_mix; next step: stop it (kill {pid}) or free port 30000, then "
+                           "rerun"), row.output[-3000:]
+    assert row.results_kept == "nothing started on the node", row.output[-3000:]

@@ -100,8 +100,34 @@ def test_diff_shows_the_manifest_before_and_after(playbook_dir):
 
 
 def test_a_folder_that_cannot_take_the_manifest_fails_the_task(tmp_path):
-    with pytest.raises(AnsibleActionFail, match='sweep record for infera-node-1 c32: cannot write .*manifest.json'):
+    with pytest.raises(AnsibleActionFail, match=r'infera-node-1: stage sweep c32 \(record on the controller\): cannot write '
+                                                r'.*manifest.json: No such file or directory'):
         run(tmp_path)
+
+
+def test_a_full_disk_names_stage_cause_the_points_kept_the_next_step_and_the_free_space(playbook_dir, monkeypatch):
+    write_lines(playbook_dir / HOST_DIR / 'mix_c4.jsonl', bench_record(4))
+    run(playbook_dir, conc=4, num_prompts=40)
+    earlier = written(playbook_dir)['points']
+    assert [(point['conc'], point['status']) for point in earlier] == [(4, 'ok')]
+    before = (playbook_dir / HOST_DIR / 'manifest.json').read_bytes()
+
+    def no_space(*_args, **_kwargs):
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(action_plugin.os, 'replace', no_space)
+    with pytest.raises(AnsibleActionFail) as failed:
+        run(playbook_dir, points=earlier)
+    message = str(failed.value)
+    host_dir = str(playbook_dir / HOST_DIR)
+    assert message.startswith('infera-node-1: stage sweep c32 (record on the controller): cannot write %s/manifest.json: '
+                              'No space left on device. Cause: the controller cannot write the results folder' % host_dir)
+    assert 'The points recorded before stay intact in %s/manifest.json: c4.' % host_dir in message
+    assert 'Next step: free space (df -h %s), then rerun with -e run_id=r1: valid points are kept and c32 runs again.' \
+        % host_dir in message
+    assert message.rsplit('. ', 1)[1].startswith('Disk: %s: ' % host_dir) and message.endswith(' MB')
+    # The write went to a temporary file that was never renamed: the earlier manifest is whole, no temporary is left.
+    assert (playbook_dir / HOST_DIR / 'manifest.json').read_bytes() == before
+    assert sorted(path.name for path in (playbook_dir / HOST_DIR).iterdir()) == ['manifest.json', 'mix_c4.jsonl']
 
 
 def test_a_missing_option_is_refused(playbook_dir):

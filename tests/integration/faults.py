@@ -171,10 +171,10 @@ def stamp_of(lines, text, after=0.0):
 
 
 def sweep_settings(run_id, results_dir):
-    """A sweep of c4 then c16, long enough at c16 (OSL 512) to be hit mid-point."""
+    """A sweep of c4 then c16, long enough at c16 (OSL 512, 4 waves of 16 requests: ~25 s) to be hit mid-point."""
     return {"concurrencies": [4, 16], "run_id": run_id, "sweep_results_dir": str(results_dir),
-            "sweep_random_input_len": 64, "sweep_random_output_len": 512, "sweep_below_target": "ignore",
-            "infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE}}
+            "sweep_random_input_len": 64, "sweep_random_output_len": 512, "sweep_prompts_per_conc": 4,
+            "sweep_below_target": "ignore", "infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE}}
 
 
 def sweep_process(node, settings):
@@ -229,10 +229,10 @@ def engine_killed_mid_sweep(node, results_dir):
     return row
 
 
-def rerun_outcome(node, results_dir, run_id):
+def rerun_outcome(node, results_dir, run_id, extra=None):
     """Rerun the same run_id: (outcome line, output). The line says the rerun's rc, every point's status in the
     manifest, and how many lines c16's jsonl holds (1: measured once, nothing appended twice)."""
-    rerun = sweep_process(node, sweep_settings(run_id, results_dir))
+    rerun = sweep_process(node, {**sweep_settings(run_id, results_dir), **(extra or {})})
     output = rerun.communicate(timeout=900)[0]
     points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
     jsonl = results_dir / run_id / node.name / "mix_c16.jsonl"
@@ -345,6 +345,19 @@ def _b64(text):
     return base64.b64encode(text.encode()).decode()
 
 
+def _etcd_restart(etcd, keep, worker_id, back):
+    """The kill for kill_mid_sweep: etcd killed and started again (with its data or empty); back gets when it answered
+    and when worker_id was in it again with a live lease (None after 120 s)."""
+    def restart(_process):
+        etcd.kill()
+        back["answered_at"] = etcd.start(keep_data=keep)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not etcd.live_keys(worker_id):
+            time.sleep(0.05)
+        back["registered_at"] = time.time() if etcd.live_keys(worker_id) else None
+    return restart
+
+
 def etcd_cases(node, results_dir, work_dir):
     """Case 7 with an etcd of its own (OwnEtcd). 7a: etcd down at deploy time: preflight says so before anything
     changes (timed from the play's start). 7b: etcd restarts mid-sweep (killed, started again with its data): the
@@ -373,17 +386,9 @@ def etcd_cases(node, results_dir, work_dir):
         for case, keep in (("7b. etcd restarts mid-sweep (data kept)", True),
                            ("7c. etcd restarts mid-sweep with its data lost", False)):
             back = {}
-
-            def restart(_process, keep=keep, back=back):
-                etcd.kill()
-                back["answered_at"] = etcd.start(keep_data=keep)
-                deadline = time.monotonic() + 120
-                while time.monotonic() < deadline and not etcd.live_keys(worker_id):
-                    time.sleep(0.05)
-                back["registered_at"] = time.time() if etcd.live_keys(worker_id) else None
-
             settings = {"infera_etcd_endpoint": etcd.endpoint}
-            row, run_id = kill_mid_sweep(node, results_dir, case, restart, "PLAY RECAP", extra=settings)
+            row, run_id = kill_mid_sweep(node, results_dir, case, _etcd_restart(etcd, keep, worker_id, back), "PLAY RECAP",
+                                         extra=settings)
             points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
             row.detected_after = (round(back["registered_at"] - back["answered_at"], 2)
                                   if back.get("registered_at") and back.get("answered_at") else None)
@@ -432,16 +437,20 @@ def bench_client_killed_then_interrupted(node, results_dir):
     Ctrl-C in a terminal) while c16 is measured again, which leaves that client running on the node. The next rerun
     must keep c4 (resumed), stop the leftover client, and run c16 once: one line in its jsonl, each point once in the
     manifest. Returns the two Rows."""
+    # A longer c16 (10 waves, ~75 s): the client left running by the interrupted run must outlive the rerun's
+    # way to its point.
+    longer = {"sweep_prompts_per_conc": 10}
     killed, run_id = kill_mid_sweep(node, results_dir, "11. the bench client dies mid-point",
-                                    "pkill -KILL -f 'sglang[.]bench_serving.*--max-concurrency 16 '", "during point c16")
+                                    "pkill -KILL -f 'sglang[.]bench_serving.*--max-concurrency 16 '", "during point c16",
+                                    extra=longer)
 
     def interrupt(process):
         os.killpg(process.pid, signal.SIGINT)
 
     interrupted, _run_id = kill_mid_sweep(node, results_dir, "12. the controller is interrupted (SIGINT) mid-sweep",
-                                          interrupt, "User interrupted execution", run_id=run_id)
+                                          interrupt, "User interrupted execution", run_id=run_id, extra=longer)
     leftover = node.sh("pgrep -f 'sglang[.]bench_serving.*--max-concurrency 16 '", check=False).returncode == 0
-    outcome, output = rerun_outcome(node, results_dir, run_id)
+    outcome, output = rerun_outcome(node, results_dir, run_id, extra=longer)
     bench_log = results_dir / run_id / node.name / "bench-c16.log"
     stopped = bench_log.exists() and "stopped a bench client left running" in bench_log.read_text(errors="replace")
     killed.results_kept += "; " + outcome

@@ -499,3 +499,108 @@ def stale_container(node):
                detected_after=round(said_at - started, 2) if said_at else None,
                results_kept="old worker drained (deregistered) before the replacement" if drained else "NOT drained",
                output="\n".join(line for _stamp, line in lines), rc=rc)
+
+
+# ---------------------------------------------------------------- a node lost during a fleet rollout
+
+def _engine_launches(node):
+    """How many engine launches the node's work dir has logged (0 before any)."""
+    out = node.in_container("sgl_mix", f"ls {WORK}/logs/ | grep -c '^engine-' || true").stdout.strip()
+    return int(out or 0)
+
+
+def node_lost_mid_rollout(nodes, prefix, budget=34):
+    """Case 8, on three nodes serving together under one etcd prefix, nodp -> dp with a budget of one node in
+    three: the second node is SIGKILLed (docker kill: no drain, no lease revoke) as soon as the first node's new
+    engine starts. Detected after: from the kill to the first play line naming the lost node's router or node as
+    not answering. The caller brings the killed node back (platform up)."""
+    names = ",".join(node.name for node in nodes)
+    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": 64, "infera_fleet_etcd_prefix": prefix}),
+                                 limit=names, timeout=1200)
+    if rc != 0:
+        return Row(case="8. a node becomes unreachable during a fleet rollout", message="the first deploy failed",
+                   output="\n".join(line for _stamp, line in lines), rc=rc)
+    launches_before = _engine_launches(nodes[0])
+    killed = {}
+
+    def kill_the_second_node_when_the_first_restarts():
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            if _engine_launches(nodes[0]) > launches_before:
+                subprocess.run(["docker", "kill", nodes[1].name], check=True, capture_output=True)
+                killed["at"] = time.time()
+                return
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=kill_the_second_node_when_the_first_restarts, daemon=True)
+    watcher.start()
+    rc, lines = stamped_playbook("deploy_mixed.yml", "-e", json.dumps({
+        "conc": 256, "infera_fleet_etcd_prefix": prefix, "infera_max_fail_percentage": budget}),
+        limit=names, timeout=1200)
+    watcher.join(timeout=5)
+    lost = nodes[1].name
+    noticed = next(((stamp, line) for stamp, line in lines if stamp >= killed.get("at", 0) and lost in line
+                    and "does not answer" in line), (None, ""))
+    text = " ".join(" ".join(line for _stamp, line in lines).split())
+    ready = re.search(r"fleet: (\d+)/(\d+) nodes ready", text)
+    within = "failed their change within the failure budget (%s)" % lost in text
+    kept = ("%s/%s nodes ready; " % ready.groups() if ready else "") + (
+        "failure budget honoured (%d %%), the rest switched" % budget if within else "failure budget NOT honoured")
+    said = re.search(r"[\w.-]+: stage [^:]+: .*", noticed[1])  # the message itself, without Ansible's "msg": framing
+    return Row(case="8. a node becomes unreachable during a fleet rollout",
+               detected_after=round(noticed[0] - killed["at"], 2) if noticed[0] and "at" in killed else None,
+               message=said.group(0).rstrip('",') if said else failure_text(noticed[1]),
+               results_kept=kept, output="\n".join(line for _stamp, line in lines), rc=rc)
+
+
+# ---------------------------------------------------------------- caught when the results are read (15, 16)
+
+def report_time_cases(results_dir, run_id, work_dir):
+    """Cases 15 and 16 on a copy of a run the platform measured: one point's client count of its output
+    (total_output_tokens_retokenized) moved 15 % away from the server's, and a targets file measured at
+    InferenceX's --random-range-ratio 0.8 where the run used 1.0. playbooks/report.yml rebuilds the copy's
+    report. Neither is a fault in time: both are caught when the report is built (detected after: the
+    report's own run time). The copy's files are left for the caller; the original run is not touched."""
+    import shutil
+    source = os.path.join(str(results_dir), run_id)
+    copy = os.path.join(str(work_dir), run_id + "-report-cases")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(source, copy)
+    # The first valid point of the first node (the manifest says which points are valid).
+    host_dir = sorted(os.path.join(copy, name) for name in os.listdir(copy)
+                      if os.path.exists(os.path.join(copy, name, "manifest.json")))[0]
+    with open(os.path.join(host_dir, "manifest.json")) as handle:
+        conc = next(point["conc"] for point in json.load(handle)["points"] if point["status"] == "ok")
+    jsonl = os.path.join(host_dir, "mix_c%d.jsonl" % conc)
+    with open(jsonl) as handle:
+        lines = handle.read().splitlines()
+    record = json.loads(lines[-1])
+    record["total_output_tokens_retokenized"] = int(record["total_output_tokens"] * 1.15)
+    with open(jsonl, "w") as handle:
+        handle.write("\n".join(lines[:-1] + [json.dumps(record)]) + "\n")
+    targets = os.path.join(str(work_dir), "targets-ratio-0.8.yml")
+    with open(targets, "w") as handle:
+        handle.write("metric: Output Throughput/GPU\ntargets:\n  %d: 0.001\nrandom_input_len: %d\n"
+                     "random_output_len: %d\nrandom_range_ratio: 0.8\n" % (
+                         conc, record["random_input_len"], record["random_output_len"]))
+    started = time.time()
+    process = subprocess.run(["ansible-playbook", "playbooks/report.yml", "-e", "run_dir=" + copy,
+                              "-e", "targets_file=" + targets], cwd=REPO, capture_output=True, text=True,
+                             env={**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+                                  "ANSIBLE_NOCOLOR": "1"}, timeout=300)
+    took = round(time.time() - started, 2)
+    report = ""
+    if os.path.exists(os.path.join(copy, "report.md")):
+        with open(os.path.join(copy, "report.md")) as handle:
+            report = handle.read()
+    output = process.stdout + process.stderr + "\n--- report.md ---\n" + report
+    mismatch = next((line for line in report.splitlines() if "the client re-encoded the output" in line), "")
+    workload = next((line for line in report.splitlines() if "The targets were measured at" in line), "")
+    kept = "original run untouched; report, CSV and plot rebuilt from the copy" if process.returncode == 0 else \
+        "report.yml rc %d" % process.returncode
+    return (Row(case="15. tokenizer mismatch: the client's output count 15 % off the server's",
+                detected_after=took if mismatch else None, message=mismatch.strip("-* "), results_kept=kept,
+                output=output, rc=process.returncode),
+            Row(case="16. workload mismatch: targets measured at --random-range-ratio 0.8, the run at 1.0",
+                detected_after=took if workload else None, message=workload.strip("-* "), results_kept=kept,
+                output=output, rc=process.returncode))

@@ -5,13 +5,15 @@ measured detection times (SIMULATED engine; times are figures, not asserted here
 """
 
 import json
+import re
 import subprocess
 import time
 
 import pytest
 
 from faults import (ENGINE_FAULTS, bench_client_killed_then_interrupted, engine_fault, engine_killed_mid_sweep,
-                    etcd_cases, port_held, results_disk_full, router_crashed_mid_sweep, stale_container)
+                    etcd_cases, port_held, report_time_cases, results_disk_full, router_crashed_mid_sweep,
+                    stale_container)
 from rehearsal import Node, platform_up, router_workers
 
 # A node of the matrix's own (tests/conftest.py: group fault-node), so it runs beside node 1's tests; the rehearsal
@@ -44,6 +46,7 @@ def test_an_engine_fault_in_the_cold_start_names_node_stage_cause_next_step_and_
 
 
 def test_an_engine_killed_mid_sweep_aborts_the_point_keeps_the_earlier_one_and_leaves_the_router(node, tmp_path):
+    """Case 5; then cases 15 and 16 on a copy of the run it measured (the report is where both are caught)."""
     row = engine_killed_mid_sweep(node, tmp_path / "results")
     assert row.rc != 0, row.output[-4000:]
     assert row.detected_after is not None, row.output[-4000:]
@@ -59,6 +62,19 @@ def test_an_engine_killed_mid_sweep_aborts_the_point_keeps_the_earlier_one_and_l
     while worker in router_workers(node, "sgl_mix", "127.0.0.1") and time.monotonic() < deadline:
         time.sleep(1)
     assert worker not in router_workers(node, "sgl_mix", "127.0.0.1")
+    # 15, 16: the report of a copy of this run flags a point whose client count is 15 % off the server's, and says
+    # that targets measured at --random-range-ratio 0.8 are not this run's workload (1.0); the run itself untouched.
+    tokenizer, workload = report_time_cases(tmp_path / "results", run_dir.name, tmp_path)
+    assert tokenizer.rc == 0, tokenizer.output[-4000:]
+    assert tokenizer.message.startswith(f"{NODE} c4 nodp: the client re-encoded the output to "), tokenizer.output[-4000:]
+    assert re.search(r"\(1[45]\.\d % apart, more than 10 %\)", tokenizer.message), tokenizer.message
+    assert "Next step: check that the sweep's tokenizer" in tokenizer.message, tokenizer.message
+    assert "random_range_ratio" in workload.message and "0.8" in workload.message and "1.0" in workload.message, \
+        workload.output[-4000:]
+    assert tokenizer.results_kept == workload.results_kept == \
+        "original run untouched; report, CSV and plot rebuilt from the copy"
+    original = [json.loads(line) for line in (run_dir / NODE / "mix_c4.jsonl").read_text().splitlines()]
+    assert original[-1]["total_output_tokens_retokenized"] != int(original[-1]["total_output_tokens"] * 1.15)
 
 
 def test_a_killed_bench_client_and_an_interrupted_controller_leave_the_point_to_a_rerun_that_keeps_the_rest(

@@ -9,12 +9,11 @@ other tests leave on the platform's etcd are not part of it.
 
 import json
 import re
-import subprocess
-import threading
 import time
 
 import pytest
 
+import faults
 from rehearsal import Node, platform_up, router_workers, run_playbook
 
 # The fleet's nodes 1-3 are the platform's infera-node-2..4: infera-node-1 runs the single-node tests
@@ -143,31 +142,14 @@ def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_bu
     router left out of its checks, node 2 is reported lost at its turn, node 3 still switches, the run fails
     naming node 2, and the routers drop node 2's worker once its etcd lease expires."""
     nodes, prefix = fleet[1:]
-    deploy(prefix, 64)  # all nodp: after the test above nothing restarts; alone, a first deploy
-    launches_before = int(engine_launches(nodes[0]))
-    killed = threading.Event()
-
-    def kill_node_2_when_node_1_restarts():
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            if int(engine_launches(nodes[0]) or 0) > launches_before:
-                subprocess.run(["docker", "kill", "infera-node-3"], check=True, capture_output=True)
-                killed.set()
-                return
-            time.sleep(0.2)
-
-    watcher = threading.Thread(target=kill_node_2_when_node_1_restarts, daemon=True)
-    watcher.start()
     try:
-        rc, out = run_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": 256, "infera_fleet_etcd_prefix": prefix,
-                                                                     "infera_max_fail_percentage": 34}),
-                               limit=",".join(NODES), timeout=1200)
-        watcher.join(timeout=5)
-        text = " ".join(out.split())
-        assert killed.is_set(), "node 1 never restarted: " + text[-3000:]
-        assert rc != 0, text[-3000:]
+        row = faults.node_lost_mid_rollout(nodes, prefix, budget=34)  # shared with benchmarks/fault_matrix
+        text = " ".join(row.output.split())
+        assert row.detected_after is not None, "node 2 was never killed or never reported: " + text[-3000:]
+        assert row.rc != 0, text[-3000:]
         # Node 1 went on without node 2's router; node 2 is reported at its turn, within the budget.
         assert "infera-node-2: stage verify: the router of infera-node-3 does not answer" in text, text[-4000:]
+        assert row.message.startswith("infera-node-2: stage verify: the router of infera-node-3 does not answer"), row.message
         lost = text[text.find("infera-node-3: stage rolling change"):][:3000]
         assert lost.startswith("infera-node-3: stage rolling change: Deploy mixed | Fail when the node was lost failed; "
                                "the rollout goes on (1 of 3 node(s) failed, failure budget 34 % = 1.02). "
@@ -178,6 +160,7 @@ def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_bu
         assert "fleet: 2/3 nodes ready (serving topology) [SIMULATED engine]" in text, text[-3000:]
         assert "variant per node: infera-node-2 dp, infera-node-3 FAILED, infera-node-4 dp" in text, text[-3000:]
         assert "1 node(s) failed their change within the failure budget (infera-node-3)" in text, text[-3000:]
+        assert row.results_kept == "2/3 nodes ready; failure budget honoured (34 %), the rest switched", row.results_kept
         # The routers that remain drop node 2's worker when its lease (30 s) expires.
         survivors = [nodes[0], nodes[2]]
         deadline = time.monotonic() + 60
@@ -190,5 +173,4 @@ def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_bu
         assert all(len(workers) == 2 for workers in listed.values()), listed
         assert not any(worker.startswith(nodes[1].address + ":") for workers in listed.values() for worker in workers), listed
     finally:
-        watcher.join(timeout=1)
         platform_up(4)  # a fresh node 2 for the tests after this one

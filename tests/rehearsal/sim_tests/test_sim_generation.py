@@ -141,7 +141,7 @@ def test_decode_releases_every_token_at_the_modelled_rate():
     assert emitted[0] == 1 and sum(emitted) == 45
     # 11 tok/s/GPU x 8 GPUs for one request: 44 tokens after the first take 0.5 s. Never faster than the
     # model; the upper bound leaves room for sleeps that overshoot on a loaded machine.
-    assert 0.4 <= elapsed <= 1.5
+    assert 0.4 <= elapsed <= 5
     assert engine.snapshot()[1].generation_tokens == 45
 
 

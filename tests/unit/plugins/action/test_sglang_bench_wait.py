@@ -143,13 +143,16 @@ def test_real_module_slices_follow_a_growing_bench_log(shown, tmp_path):
                           'progress_interval': 1})
     writer = threading.Thread(target=client, daemon=True)
     writer.start()
+    started = time.monotonic()
     with mock.patch.object(action, '_execute_module', side_effect=execute_on_node):
         result = action.run(task_vars=TASK_VARS)
+    waited = time.monotonic() - started
     writer.join()
     assert result['finished'] is True and result['rc'] == 0
     assert result['progress']['stage'] == 'results'
     shown_lines = lines(shown)
-    assert 3 <= len(shown_lines) <= 5
+    # One line a progress interval (1 s), however long a loaded machine made the wait take.
+    assert 3 <= len(shown_lines) <= int(waited) + 2
     assert all(line.startswith('node1: point 1/1 c4 nodp: ') for line in shown_lines)
     completed = [int(line.split(' main ')[1].split('/')[0]) for line in shown_lines if ' main ' in line]
     assert completed == sorted(completed) and completed[-1] > completed[0]

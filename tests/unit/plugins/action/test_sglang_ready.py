@@ -184,12 +184,15 @@ def test_real_module_slices_share_the_state_file(shown, tmp_path):
     action = make_action({'log_path': str(log), 'progress_interval': 1})
     writer = threading.Thread(target=engine, daemon=True)
     writer.start()
+    started = time.monotonic()
     with mock.patch.object(action, '_execute_module', side_effect=execute_on_node):
         result = action.run(task_vars=TASK_VARS)
+    waited = time.monotonic() - started
     writer.join()
     assert result['ready'] is True
     assert list(result['phases'])[-1] == 'ready'
     shown_lines = lines(shown)
-    assert 2 <= len(shown_lines) <= 4
+    # One line a progress interval (1 s), however long a loaded machine made the wait take.
+    assert 2 <= len(shown_lines) <= int(waited) + 2
     assert all(line.startswith('node1: ') for line in shown_lines)
     assert any('capturing_cuda_graph graph' in line for line in shown_lines)

@@ -75,7 +75,8 @@ while time.time() < until and len(seen) < len(marks) + 1:
     os.replace(out + '.tmp', out)
     time.sleep(0.01)
 """
-MARKS = json.dumps({"ready_at": re.escape(READY), "oom_at": re.escape(OOM)})
+REGISTERED = r"registered with etcd as worker"   # Infera's wrapper, once the engine's /health answers (2 s polls)
+MARKS = json.dumps({"ready_at": re.escape(READY), "oom_at": re.escape(OOM), "registered_at": REGISTERED})
 
 
 def say(text=""):
@@ -262,6 +263,8 @@ def kit_round(node, settings, sim, check_reap=False):
         figures["P1b"] = wall - engine if ok else None
         moved = first_after(lines, seen["ready_at"])
         figures["P2"] = moved - seen["ready_at"] if moved else None
+        if moved and "registered_at" in seen:
+            figures["P2 registered after ready"] = seen["registered_at"] - seen["ready_at"]
     # P3: run.sh again, nothing changed: the kit recreates the container (docker rm -f), a full cold start.
     watch = KitWatch(node)
     rc, lines, wall = kit(node, "run.sh", dict(env, CONC=str(DEPLOY_CONC)))
@@ -352,6 +355,8 @@ def collection_round(node, settings, run_id):
         figures["P1b"] = wall - (watched["ready_at"] - watched["first_line_at"]) if rc == 0 else None
         moved = first_after(lines, watched["ready_at"], r"^TASK \[")
         figures["P2"] = moved - watched["ready_at"] if moved else None
+        if moved and "registered_at" in watched:
+            figures["P2 registered after ready"] = watched["registered_at"] - watched["ready_at"]
     # P3: the same command again, nothing changed.
     launches = engine_launches(node)
     rc, lines, wall = playbook(*deploy)
@@ -397,6 +402,8 @@ FIGURES = (
     ("P1", "deploy: nothing -> a verified completion through the router (s)", "collection <= kit"),
     ("P1b", "deploy minus the engine's own launch -> ready line (s)", "<= 10 s"),
     ("P2", "ready line in the log -> the tool moves on (s)", "<= 1 s (kit: up to 10 s)"),
+    ("P2 registered after ready", "of P2: ready line -> Infera's wrapper registers (its 2 s /health polls)",
+     "(Infera's own time)"),
     ("P2b", "OOM line during graph capture -> failure reported (s)", "<= 2 s (kit: up to 10 s)"),
     ("P3", "rerun, nothing changed (s)", "<= 10 s, changed=0, no restart"),
     ("P5", "(sweep wall - sum of bench durations) / points (s per point)", "<= 3 s per point, one restart"),
@@ -452,12 +459,14 @@ def main():
     sim = "INFERA_SIM_TIME_SCALE=" + SCALE
     kit_rounds, collection_rounds = [], []
     for number in range(1, ROUNDS + 1):
-        for name, run, into in (("kit", lambda: kit_round(node, settings, sim, check_reap=number == 1), kit_rounds),
-                                ("collection", lambda: collection_round(node, settings, "vs-kit-%d-%d" % (
-                                    number, time.time_ns())), collection_rounds)):
+        for name in ("kit", "collection"):
             started = time.time()
-            figures, notes = run()
-            into.append(figures)
+            if name == "kit":
+                figures, notes = kit_round(node, settings, sim, check_reap=number == 1)
+                kit_rounds.append(figures)
+            else:
+                figures, notes = collection_round(node, settings, "vs-kit-%d-%d" % (number, time.time_ns()))
+                collection_rounds.append(figures)
             say("round %d %s (%.0f s): %s" % (number, name, time.time() - started,
                                                ", ".join("%s=%s" % (key, fmt(value)) for key, value in figures.items())))
             for note in notes:

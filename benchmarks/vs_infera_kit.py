@@ -353,7 +353,8 @@ def collection_round(node, settings, run_id):
         notes.append("collection deploy failed: " + " | ".join(line for _s, line in lines[-8:]))
     if "ready_at" in watched and "first_line_at" in watched:
         figures["P1b"] = wall - (watched["ready_at"] - watched["first_line_at"]) if rc == 0 else None
-        moved = first_after(lines, watched["ready_at"], r"^TASK \[")
+        # The ready wait's own result line (the default callback prints a task's banner only with its first result).
+        moved = first_after(lines, watched["ready_at"], r"^(ok|changed|fatal|failed): \[")
         figures["P2"] = moved - watched["ready_at"] if moved else None
         if moved and "registered_at" in watched:
             figures["P2 registered after ready"] = watched["registered_at"] - watched["ready_at"]

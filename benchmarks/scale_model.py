@@ -26,6 +26,14 @@ FORKS = 16          # ansible.cfg
 REAL_COLD_START = 30 * 60  # Infera's manual: ~30 min on 8xMI355X (weights off shared storage + graph capture)
 
 
+def machine_cpu():
+    """Busy CPU seconds of the whole machine (every node, engine and the controller), from /proc/stat."""
+    with open("/proc/stat") as handle:
+        fields = [int(value) for value in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def children_cpu():
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -45,11 +53,11 @@ def measure(count):
     for node in nodes:
         node.remove_worker_container()
     watches = [watch(node) for node in nodes]
-    cpu, started = children_cpu(), time.time()
+    cpu, busy, started = children_cpu(), machine_cpu(), time.time()
     rc, lines = stamped_playbook("deploy_mixed.yml", "-e", json.dumps({
         "conc": 64, "infera_fleet_etcd_prefix": "/infera/scale-model-%d/" % time.time_ns(),
         "infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE}}), limit=",".join(names), timeout=1800)
-    wall, cpu = time.time() - started, children_cpu() - cpu
+    wall, cpu, busy = time.time() - started, children_cpu() - cpu, machine_cpu() - busy
     seen = [read() for read in watches]
     for node in nodes:
         node.remove_worker_container()
@@ -57,22 +65,26 @@ def measure(count):
         tail = " | ".join(line for _stamp, line in lines[-6:])
         raise SystemExit(f"scale_model: the deploy on {count} node(s) failed (rc {rc}): {tail}")
     engine = max(item["ready_at"] - item["first_line_at"] for item in seen)
-    return {"nodes": count, "wall": wall, "cpu": cpu, "first_ready": min(item["ready_at"] for item in seen) - started,
+    return {"nodes": count, "wall": wall, "cpu": cpu, "busy": busy, "cores": os.cpu_count(), "first_ready": min(item["ready_at"] for item in seen) - started,
             "last_ready": max(item["ready_at"] for item in seen) - started, "engine": engine,
             "orchestration": wall - engine}
 
 
 def project(one, three, count, forks, cores, cold_start):
-    """The model: Ansible's linear strategy runs each task on `forks` nodes at a time, so the orchestration of one
-    node is paid once per batch of forks (ceil(count / forks)); the controller's CPU per node (measured, the
-    3-node figure divided by 3) is spread over its cores; the engines cold-start in parallel, so the slowest
-    engine is one cold start. Time to the first ready node: the orchestration before the launch (measured:
-    first ready minus the engine) paid for the first batch, plus one cold start."""
+    """The model. Ansible's linear strategy runs each task on `forks` nodes at a time and starts a task only when
+    every node finished the one before, so one node's orchestration is paid once per batch of forks
+    (ceil(count / forks)), before the launch as after it; the controller's CPU per node (measured: the 3-node
+    figure divided by 3) is spread over its cores, and whichever is longer sets the pace. The engines are
+    launched together and cold-start in parallel, so the fleet waits one cold start after the launch. First
+    node ready: the orchestration before the launch (one node: first ready minus its engine's own time) for
+    every batch, plus one cold start."""
     batches = math.ceil(count / forks)
     cpu_per_node = three["cpu"] / three["nodes"]
-    orchestration = max(one["orchestration"] * batches, cpu_per_node * count / cores)
     before_launch = one["first_ready"] - one["engine"]
-    return {"first_ready": before_launch + cold_start, "fleet_ready": orchestration + cold_start,
+    share_before = before_launch / one["orchestration"]
+    before = max(before_launch * batches, cpu_per_node * count * share_before / cores)
+    orchestration = max(one["orchestration"] * batches, cpu_per_node * count / cores)
+    return {"first_ready": before + cold_start, "fleet_ready": orchestration + cold_start,
             "cpu": cpu_per_node * count, "batches": batches}
 
 
@@ -81,12 +93,14 @@ def main():
     print("scale model (SIMULATED engine, INFERA_SIM_TIME_SCALE %s; real Infera router and wrapper, etcd, Docker)"
           % SCALE, flush=True)
     runs = [measure(1), measure(3)]
-    print("| nodes | wall (s) | controller CPU (s) | first engine ready (s) | last engine ready (s) | engine launch -> "
-          "ready (s) | orchestration (s) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| nodes | wall (s) | controller CPU (s) | whole machine busy (s of %d cores) | first engine ready (s) | "
+          "last engine ready (s) | engine launch -> ready (s) | orchestration (s) |" % runs[0]["cores"])
+    print("|---|---|---|---|---|---|---|---|")
     for run in runs:
-        print("| %(nodes)d | %(wall).1f | %(cpu).1f | %(first_ready).1f | %(last_ready).1f | %(engine).1f | "
+        print("| %(nodes)d | %(wall).1f | %(cpu).1f | %(busy).1f | %(first_ready).1f | %(last_ready).1f | %(engine).1f | "
               "%(orchestration).1f |" % run)
+    print("(the rehearsal's nodes, engines and controller share this machine's cores: a wall time near busy / cores "
+          "is the machine's limit, not Ansible's)")
     one, three = runs
     print()
     print("projection (a model, not a measurement): forks F, controller cores C, cold start T")

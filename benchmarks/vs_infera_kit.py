@@ -120,7 +120,7 @@ def prepare_kit(node, settings):
     adaptations.append(f"environment: ETCD_IMAGE={settings['ETCD_IMG']} (the kit's own variable): quay.io is not "
                        "reachable, so the kit's start_etcd runs the platform's build of Debian's etcd; the kit still "
                        "starts its own etcd on the node, the collection uses the platform's, already running")
-    adaptations.append(f"node: /dev/infiniband/uverbs0 made as a placeholder device (the kit's docker run passes "
+    adaptations.append("node: /dev/infiniband/uverbs0 made as a placeholder device (the kit's docker run passes "
                        "--device=/dev/infiniband; a rehearsal node has no RDMA NIC, as it has fake /dev/kfd and /dev/dri)")
     adaptations.append(f"environment: INFERA_IMAGE, INFERA_MODEL, INFERA_MODEL_MOUNT={settings['HF_CACHE']} and "
                        "NODE_IP=127.0.0.1 as the kit's README asks; no registry login (the platform's registry has none)")
@@ -378,8 +378,8 @@ def collection_round(node, settings, run_id):
     if rc == 0 and len(records) == len(NODP_POINTS) + len(DP_POINTS):
         figures["P5"] = (wall - sum(record["duration"] for record in records)) / len(records)
     else:
-        notes.append("collection sweep: rc %d, %d records: %s" % (rc, len(records),
-                                                                 " | ".join(line for _s, line in lines[-8:])))
+        tail = " | ".join(line for _s, line in lines[-8:])
+        notes.append("collection sweep: rc %d, %d records: %s" % (rc, len(records), tail))
     figures["P5 engine restarts"] = engine_launches(node) - before
     # P6: teardown (SIGTERM: lease revoked, requests drained, engine stopped; the router checked; container removed).
     rc, lines, wall = playbook("teardown.yml")
@@ -468,8 +468,8 @@ def main():
             else:
                 figures, notes = collection_round(node, settings, "vs-kit-%d-%d" % (number, time.time_ns()))
                 collection_rounds.append(figures)
-            say("round %d %s (%.0f s): %s" % (number, name, time.time() - started,
-                                               ", ".join("%s=%s" % (key, fmt(value)) for key, value in figures.items())))
+            shown = ", ".join("%s=%s" % (key, fmt(value)) for key, value in figures.items())
+            say("round %d %s (%.0f s): %s" % (number, name, time.time() - started, shown))
             for note in notes:
                 say("  note: " + note)
     clean(node)

@@ -84,7 +84,8 @@ def test_stop_lets_a_client_finish_on_sigterm_before_any_sigkill():
 
 def test_a_zombie_is_not_alive_and_a_running_process_is():
     process = subprocess.Popen([sys.executable, '-c', 'pass'])
-    time.sleep(0.3)  # exited but not reaped
+    # Block until it has exited, without reaping it (WNOWAIT): a zombie however long a loaded machine took.
+    os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
     try:
         assert _procs.pid_alive(process.pid) is False
         assert _procs.pid_alive(os.getpid()) is True

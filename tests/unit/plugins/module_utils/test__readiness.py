@@ -344,7 +344,8 @@ def test_dead_pid_means_exited(node, tmp_path):
 
 def test_zombie_pid_means_exited(node, tmp_path):
     process = subprocess.Popen([sys.executable, '-c', 'pass'])
-    time.sleep(0.3)  # exited but not reaped: a zombie, /proc/<pid> still there
+    # Exited but not reaped (WNOWAIT): a zombie, /proc/<pid> still there, however loaded the machine.
+    os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
     pid_file = tmp_path / 'engine.pid'
     pid_file.write_text(str(process.pid))
     try:

@@ -33,14 +33,16 @@ test-integration: platform-up
 test-lint: bootstrap
 	python -m pytest -q tests/lint
 
-# Everything: unit, simulator, lint + sanity, and the rehearsal platform (walkthrough
-# fidelity, deploy failure paths, fleet, faults, molecule scenarios), in five pytest-xdist
-# workers that share nothing: node 1's tests, the fleet's (nodes 2-4), the fault matrix's
-# (node 5), molecule's own nodes,
-# and the tests that need no node (tests/conftest.py groups them). The platform comes up
-# first, once, so no two workers build it. TEST_WORKERS=0 runs everything in one process.
+# Everything: unit and simulator tests first, alone (about 4 min: their waits run on real
+# clocks, and beside the integration tests, at a load of 20-30 on 2 cores, some lost races);
+# then lint + sanity and the rehearsal platform (walkthrough fidelity, deploy failure paths,
+# fleet, faults, molecule scenarios) in five pytest-xdist workers that share nothing: node 1's
+# tests, the fleet's (nodes 2-4), the fault matrix's (node 5), molecule's own nodes, and lint
+# (tests/conftest.py groups them). The platform comes up first, once, so no two workers build
+# it. TEST_WORKERS=0 runs the second part in one process too.
 TEST_WORKERS ?= 5
 test: bootstrap
 	@$(PLATFORM) up 5
+	python -m pytest -q -p no:cacheprovider -ra tests/unit tests/rehearsal/sim_tests
 	python -m pytest -q -p no:cacheprovider -ra --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope) \
-	  tests/unit tests/rehearsal/sim_tests tests/lint tests/integration
+	  tests/lint tests/integration

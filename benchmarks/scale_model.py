@@ -12,14 +12,13 @@ Every engine here is SIMULATED (INFERA_SIM_TIME_SCALE); the router, the wrapper,
 import json
 import math
 import os
+import re
 import resource
-import subprocess
 import sys
 import time
 
-from faults import stamped_playbook
+from faults import READY, stamped_playbook, watch as start_watch
 from rehearsal import Node, platform_up
-from vs_infera_kit import MARKS, WORK, _WATCH
 
 SCALE = os.environ.get("SCALE_MODEL_SCALE", "0.05")
 FORKS = 16          # ansible.cfg
@@ -40,11 +39,8 @@ def children_cpu():
 
 
 def watch(node, seconds=900):
-    out = f"/tmp/scale-watch-{time.time_ns()}.json"
-    node.sh(f"mkdir -p {WORK}/logs")
-    subprocess.run(["docker", "exec", "-d", node.name, "python3", "-c", _WATCH, f"{WORK}/logs/engine-*.log", out,
-                    str(seconds), MARKS, "new"], check=True)
-    return lambda: json.loads(node.sh(f"cat {out} 2>/dev/null || echo '{{}}'", check=False).stdout or "{}")
+    """When the node's new engine log got its first line and the ready line (faults.WATCHER on the node)."""
+    return start_watch(node, {"ready_at": re.escape(READY)}, seconds, until=["ready_at", "first_line_at"])
 
 
 def measure(count):

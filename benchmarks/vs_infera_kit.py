@@ -23,7 +23,7 @@ import tarfile
 import threading
 import time
 
-from faults import EngineFault, engine_fault, stamped_playbook
+from faults import READY, WATCHER, EngineFault, engine_fault, read_json, stamped_playbook, watch, watcher_args
 from rehearsal import REPO, Node, platform_up
 
 NODE = "infera-node-1"
@@ -44,39 +44,13 @@ DEPLOY_CONC = 64
 NODP_POINTS = (4, 8, 16)
 DP_POINTS = (130, 140, 150)
 ISL, OSL = 64, 8
-READY = "The server is fired up and ready to roll!"
 OOM = "Capture cuda graph failed"
 
-# Runs where the engine log is (the node, or the kit's container; python3 only): the first line of a new log
-# matching the glob (the wrapper started: the launch), the first line matching each pattern, 10 ms apart.
-_WATCH = r"""
-import glob, json, os, re, sys, time
-pattern, out, until = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])
-marks = {name: re.compile(regex) for name, regex in json.loads(sys.argv[4]).items()}
-before = set(glob.glob(pattern)) if sys.argv[5] == 'new' else set()
-seen, offsets = {}, {}
-while time.time() < until and len(seen) < len(marks) + 1:
-    now = time.time()
-    for path in glob.glob(pattern):
-        if path in before:
-            continue
-        with open(path, errors='replace') as handle:
-            handle.seek(offsets.get(path, 0))
-            text = handle.read()
-            offsets[path] = handle.tell()
-        for line in text.splitlines():
-            if line.strip() and 'first_line_at' not in seen:
-                seen['first_line_at'] = now
-            for name, regex in marks.items():
-                if name not in seen and regex.search(line):
-                    seen[name] = now
-    with open(out + '.tmp', 'w') as handle:
-        json.dump(seen, handle)
-    os.replace(out + '.tmp', out)
-    time.sleep(0.01)
-"""
 REGISTERED = r"registered with etcd as worker"   # Infera's wrapper, once the engine's /health answers (2 s polls)
-MARKS = json.dumps({"ready_at": re.escape(READY), "oom_at": re.escape(OOM), "registered_at": REGISTERED})
+# What the log watcher (faults.WATCHER, on the node or in the kit's container) notes besides the first line of
+# the launch's log (the wrapper started): the ready line, the injected OOM, the wrapper's registration.
+MARKS = {"ready_at": re.escape(READY), "oom_at": re.escape(OOM), "registered_at": REGISTERED}
+UNTIL = [*MARKS, "first_line_at"]
 
 
 def say(text=""):
@@ -189,8 +163,9 @@ class KitWatch:
         while time.monotonic() < deadline:
             now = container_id(self.node, KIT_CTR)
             if now and now != self.old:
-                done = self.node.sh(f"docker exec -d {KIT_CTR} python3 -c {shlex.quote(_WATCH)} {KIT_LOG} {self.out} "
-                                    f"{self.seconds} {shlex.quote(MARKS)} all", check=False)
+                args = watcher_args(self.out, self.seconds, KIT_LOG, MARKS, new_only=False, until=UNTIL)
+                done = self.node.sh(f"docker exec -d {KIT_CTR} python3 -c {shlex.quote(WATCHER)} {shlex.join(args)}",
+                                    check=False)
                 if done.returncode == 0:
                     self.started.set()
                     return
@@ -199,11 +174,7 @@ class KitWatch:
     def seen(self):
         if not self.started.is_set():
             return {}
-        text = self.node.sh(f"docker exec {KIT_CTR} cat {self.out} 2>/dev/null || echo '{{}}'", check=False).stdout
-        try:
-            return json.loads(text or "{}")
-        except ValueError:
-            return {}
+        return read_json(self.node, self.out, container=KIT_CTR)
 
 
 def engine_processes(node):
@@ -307,18 +278,7 @@ def kit_round(node, settings, sim, check_reap=False):
 # ---------------------------------------------------------------- the collection
 
 def node_watch(node, seconds=900):
-    out = f"/tmp/collection-watch-{time.time_ns()}.json"
-    node.sh(f"mkdir -p {WORK}/logs")
-    subprocess.run(["docker", "exec", "-d", node.name, "python3", "-c", _WATCH, f"{WORK}/logs/engine-*.log", out,
-                    str(seconds), MARKS, "new"], check=True)
-
-    def seen():
-        text = node.sh(f"cat {out} 2>/dev/null || echo '{{}}'", check=False).stdout
-        try:
-            return json.loads(text or "{}")
-        except ValueError:
-            return {}
-    return seen
+    return watch(node, MARKS, seconds, until=UNTIL)
 
 
 def recap(lines):
@@ -389,10 +349,7 @@ def collection_round(node, settings, run_id):
     figures["P6 drained"] = "yes (SIGTERM, lease revoked, drained)" if drained.strip() else "not seen in the log"
     # P2b: the same OOM during graph capture, through the fault matrix's case.
     spec = EngineFault(2, "OOM during cuda-graph capture", "oom_graph_capture", re.escape(OOM), ())
-    row = engine_fault(node, spec) if SCALE == "0.05" else None
-    figures["P2b"] = row.detected_after if row else None
-    if row is None:
-        notes.append("collection P2b is measured at INFERA_SIM_TIME_SCALE 0.05 only (the fault matrix's case)")
+    figures["P2b"] = engine_fault(node, spec, scale=SCALE).detected_after
     node.remove_worker_container()
     return figures, notes
 

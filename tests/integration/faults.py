@@ -24,18 +24,23 @@ from rehearsal import REPO
 WORK = "/var/lib/infera/sgl_mix"
 SCALE = "0.05"
 
-# Runs on the node (python3 only): note when a line matching argv[1] first appears in a launch's
-# engine log, when its exit file appears, and when the log last gained a line that is not
-# Infera's wrapper heartbeat (the engine's last progress). Polls every 10 ms; writes JSON.
-_WATCH = r"""
+# The log watcher, run on a node or in a container (python3 only), started before the fault: notes when
+# each named mark (a regex) first matches a line of the logs (a glob; by default only files new since the
+# start), the first non-empty line (first_line_at), the last line that is not a heartbeat (progress_at,
+# the engine's last progress), and when a non-empty exit file appears (exit_at). Polls every 10 ms and
+# writes what it saw as JSON, until it saw everything in "until" (default: every mark) or time ran out.
+WATCHER = r"""
 import glob, json, os, re, sys, time
-work, pattern, out, until = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3], time.time() + float(sys.argv[4])
-heartbeat = re.compile(r'waiting for SGLang HTTP on port \d+ \.\.\. \(elapsed')
+out, until, logs, opts = sys.argv[1], time.time() + float(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+marks = {name: re.compile(regex) for name, regex in opts.get('marks', {}).items()}
+exits = opts.get('exits')
+heartbeat = re.compile(opts['heartbeat']) if opts.get('heartbeat') else None
+before = set(glob.glob(logs) + (glob.glob(exits) if exits else [])) if opts.get('new_only', True) else set()
+wanted = set(opts.get('until') or marks)
 seen, offsets = {}, {}
-before = set(glob.glob(work + '/logs/engine-*.log') + glob.glob(work + '/run/engine-*.exit'))
-while time.time() < until and not ('line_at' in seen and 'exit_at' in seen):
+while time.time() < until and not wanted <= set(seen):
     now = time.time()
-    for path in glob.glob(work + '/logs/engine-*.log'):
+    for path in glob.glob(logs):
         if path in before:
             continue
         with open(path, errors='replace') as handle:
@@ -43,18 +48,43 @@ while time.time() < until and not ('line_at' in seen and 'exit_at' in seen):
             text = handle.read()
             offsets[path] = handle.tell()
         for line in text.splitlines():
-            if line.strip() and not heartbeat.search(line):
-                seen['progress_at'] = now
-            if 'line_at' not in seen and pattern.search(line):
-                seen['line_at'], seen['line'] = now, line
-    if 'exit_at' not in seen and [path for path in glob.glob(work + '/run/engine-*.exit')
-                                  if path not in before and os.path.getsize(path)]:
+            if line.strip():
+                seen.setdefault('first_line_at', now)
+                if not (heartbeat and heartbeat.search(line)):
+                    seen['progress_at'] = now
+            for name, regex in marks.items():
+                if name not in seen and regex.search(line):
+                    seen[name] = now
+    if exits and 'exit_at' not in seen and [path for path in glob.glob(exits)
+                                            if path not in before and os.path.getsize(path)]:
         seen['exit_at'] = now
     with open(out + '.tmp', 'w') as handle:
         json.dump(seen, handle)
     os.replace(out + '.tmp', out)
     time.sleep(0.01)
 """
+# SGLang's ready line (sglang/srt/entrypoints/http_server.py), which the simulated engine prints too.
+READY = "The server is fired up and ready to roll!"
+# Infera's wrapper logs this every few seconds while the engine starts: not the engine's progress.
+HEARTBEAT = r"waiting for SGLang HTTP on port \d+ \.\.\. \(elapsed"
+ENGINE_LOGS = WORK + "/logs/engine-*.log"
+ENGINE_EXITS = WORK + "/run/engine-*.exit"
+
+
+def watcher_args(out, seconds, logs, marks, **options):
+    """The argv after `python3 -c WATCHER`: the output file, the time limit, the log glob and the options
+    (marks, exits, heartbeat, new_only, until)."""
+    return [out, str(seconds), logs, json.dumps({"marks": marks, **options})]
+
+
+def read_json(node, path, container=None):
+    """The JSON a watcher wrote on the node (or in one of its containers), {} before it wrote any."""
+    inside = f"docker exec {container} " if container else ""
+    text = node.sh(f"{inside}cat {path} 2>/dev/null || echo '{{}}'", check=False).stdout
+    try:
+        return json.loads(text or "{}")
+    except ValueError:
+        return {}
 
 
 @dataclass
@@ -83,16 +113,13 @@ def stamped_playbook(playbook, *extra, limit, env=None, timeout=900):
     return process.wait(), lines
 
 
-def watch(node, pattern, seconds=600):
-    """Start the watcher on the node; returns a function that reads what it saw."""
+def watch(node, marks, seconds=600, logs=ENGINE_LOGS, **options):
+    """Start the watcher on the node (WATCHER); returns a function that reads what it saw."""
     out = f"/tmp/fault-watch-{time.time_ns()}.json"
-    subprocess.run(["docker", "exec", "-d", node.name, "python3", "-c", _WATCH, WORK, pattern, out, str(seconds)],
-                   check=True)
-
-    def seen():
-        text = node.sh(f"cat {out} 2>/dev/null || echo '{{}}'").stdout
-        return json.loads(text or "{}")
-    return seen
+    node.sh(f"mkdir -p {os.path.dirname(logs)}")
+    subprocess.run(["docker", "exec", "-d", node.name, "python3", "-c", WATCHER,
+                    *watcher_args(out, seconds, logs, marks, **options)], check=True)
+    return lambda: read_json(node, out)
 
 
 def first_failure(lines):
@@ -141,11 +168,13 @@ ENGINE_FAULTS = (
 )
 
 
-def engine_fault(node, spec):
-    """Deploy with the simulator told to fail as spec says; the Row with the play's reaction time."""
+def engine_fault(node, spec, scale=SCALE):
+    """Deploy with the simulator (at INFERA_SIM_TIME_SCALE scale) told to fail as spec says; the Row with the play's
+    reaction time."""
     node.remove_worker_container()
-    seen = watch(node, spec.line or r"(?!)")
-    extra = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE, "INFERA_SIM_FAULT": spec.fault}}
+    seen = watch(node, {"line_at": spec.line or r"(?!)"}, exits=ENGINE_EXITS, heartbeat=HEARTBEAT,
+                 until=["line_at", "exit_at"])
+    extra = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": scale, "INFERA_SIM_FAULT": spec.fault}}
     if spec.stall_timeout:
         # A deadline well past the stall: a hang caught by the deadline instead is a failure of the stall watch.
         extra.update(sglang_worker_stall_timeout=spec.stall_timeout, sglang_worker_ready_deadline=spec.stall_timeout * 4)

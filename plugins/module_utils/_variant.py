@@ -23,6 +23,16 @@ _ACCEPTED_CONC = ("a positive integer, a list of positive integers, "
                   "or a comma/space-separated string such as '32,64,128'")
 
 
+ARGUMENT_SPEC = dict(
+    conc=dict(type='raw', required=True),
+    recipe=dict(type='dict', required=True),
+    variant=dict(type='str'),
+    extra_args=dict(type='dict', default={}),
+    extra_env=dict(type='dict', default={}),
+    allow_missing_levers=dict(type='bool', default=False),
+)
+
+
 class VariantError(ValueError):
     """Bad input: the message is one line naming the bad value and what is accepted."""
 

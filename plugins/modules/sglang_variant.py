@@ -194,21 +194,11 @@ missing_levers:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.infera.serving.plugins.module_utils._variant import VariantError, select
+from ansible_collections.infera.serving.plugins.module_utils._variant import ARGUMENT_SPEC, VariantError, select
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            conc=dict(type='raw', required=True),
-            recipe=dict(type='dict', required=True),
-            variant=dict(type='str'),
-            extra_args=dict(type='dict', default={}),
-            extra_env=dict(type='dict', default={}),
-            allow_missing_levers=dict(type='bool', default=False),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
 
     try:
         result = select(module.params)

@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+# This module util is PRIVATE to the infera.serving collection; it may change at any time.
+
+"""What runs in a container and what a role's files on the node hold, in one look, changing nothing.
+
+A role reads it before it changes anything, instead of one task per question (container info, pgrep in
+the container, stat or slurp of each file): each node task costs a connection and a Python start
+(~0.5 s). The container comes from the Docker engine's API over its unix socket; its processes from
+/proc, those in the pid namespace of the container's init process (State.Pid), matched on their command
+line the way `pgrep -a -f` inside the container matches them, with the pid the container sees (the last
+NSpid field). Each path: whether it exists, its kind (file, directory, device) and mode, and of a regular
+file its SHA-1 (what ansible.builtin.template compares) and first lines; a secret file (exists_only) only whether it exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from urllib.parse import quote
+
+from ansible_collections.infera.serving.plugins.module_utils._preflight import docker_json, pid_namespace
+
+ARGUMENT_SPEC = dict(
+    container=dict(type='str', required=True),
+    processes=dict(type='dict', default={}),
+    files=dict(type='dict', default={}),
+    exists_only=dict(type='dict', default={}),
+    head_lines=dict(type='int', default=5),
+    docker_socket=dict(type='path', default='/var/run/docker.sock'),
+    timeout=dict(type='float', default=5.0),
+)
+
+# The unit tests point this at a fake tree.
+PROC = '/proc'
+_NO_CONTAINER = {'exists': False, 'running': False, 'id': '', 'image': '', 'pid': 0, 'merged_dir': ''}
+
+
+class ContainerStatusError(Exception):
+    """A bad argument: the task fails with this message."""
+
+
+def container_state(socket_path, name, timeout):
+    """The named container as the engine reports it: exists, running, id, image, pid and its root filesystem."""
+    inspect = docker_json(socket_path, '/containers/%s/json' % quote(name, safe=''), timeout)
+    if not inspect:
+        return dict(_NO_CONTAINER)
+    state = inspect.get('State') or {}
+    graph = (inspect.get('GraphDriver') or {}).get('Data') or {}
+    return {
+        'exists': True,
+        'running': bool(state.get('Running')),
+        'id': inspect.get('Id', ''),
+        'image': (inspect.get('Config') or {}).get('Image', ''),
+        'pid': int(state.get('Pid') or 0),
+        'merged_dir': graph.get('MergedDir', ''),
+    }
+
+
+def _command_line(pid):
+    """The command line of pid as pgrep -f matches it (its arguments joined by spaces); '' when it has none."""
+    try:
+        with open(os.path.join(PROC, str(pid), 'cmdline'), 'rb') as handle:
+            raw = handle.read()
+    except OSError:
+        return ''
+    return raw.rstrip(b'\0').replace(b'\0', b' ').decode('utf-8', 'replace')
+
+
+def _namespace_pid(pid):
+    """The pid that pid has in its own (innermost) pid namespace: the last field of NSpid in /proc/<pid>/status."""
+    try:
+        with open(os.path.join(PROC, str(pid), 'status')) as handle:
+            for line in handle:
+                if line.startswith('NSpid:'):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return pid
+
+
+def processes_in(init_pid, patterns):
+    """{name: ['<pid> <command line>', ...]} of the processes in init_pid's pid namespace whose command line
+    matches each named pattern (re.search, as pgrep -f), in pid order; the pids are those the container sees."""
+    found = {name: [] for name in patterns}
+    namespace = pid_namespace(init_pid) if init_pid else None
+    if namespace is None:
+        return found
+    compiled = [(name, re.compile(pattern)) for name, pattern in patterns.items()]
+    pids = sorted(int(entry) for entry in os.listdir(PROC) if entry.isdigit())
+    for pid in pids:
+        if pid_namespace(pid) != namespace:
+            continue
+        line = _command_line(pid)
+        if not line:
+            # Gone, a kernel thread or a zombie: pgrep -f would not match its empty command line either.
+            continue
+        for name, regex in compiled:
+            if regex.search(line):
+                found[name].append('%d %s' % (_namespace_pid(pid), line))
+    return found
+
+
+def _kind(mode):
+    if stat.S_ISREG(mode):
+        return 'file'
+    if stat.S_ISDIR(mode):
+        return 'directory'
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return 'device'
+    return 'other'
+
+
+def file_state(path, head_lines):
+    """exists, kind (file, directory, device, other), mode ('0644') and, of a regular file only, its checksum
+    (SHA-1 of the content) and first head_lines lines. A device is never opened."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return {'exists': False, 'kind': '', 'mode': '', 'checksum': '', 'head': []}
+    result = {'exists': True, 'kind': _kind(info.st_mode), 'mode': '0%03o' % stat.S_IMODE(info.st_mode),
+              'checksum': '', 'head': []}
+    if result['kind'] == 'file':
+        try:
+            with open(path, 'rb') as handle:
+                content = handle.read()
+        except OSError:
+            return result
+        result['checksum'] = hashlib.sha1(content).hexdigest()
+        result['head'] = content.decode('utf-8', 'replace').splitlines()[:head_lines]
+    return result
+
+
+def container_status(params):
+    """The module's result from its parameters."""
+    for name, pattern in params['processes'].items():
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as error:
+            raise ContainerStatusError('processes.%s is not a valid regular expression (%s): %r' % (name, error, pattern))
+    for option in ('files', 'exists_only'):
+        for name, path in params[option].items():
+            if not isinstance(path, str) or not os.path.isabs(path):
+                raise ContainerStatusError('%s.%s must be an absolute path on the node, got %r' % (option, name, path))
+    container = container_state(params['docker_socket'], params['container'], params['timeout'])
+    return {
+        'container': container,
+        'processes': processes_in(container['pid'] if container['running'] else 0, params['processes']),
+        'files': {name: file_state(path, params['head_lines']) for name, path in params['files'].items()},
+        'exists_only': {name: {'exists': os.path.exists(path)} for name, path in params['exists_only'].items()},
+    }

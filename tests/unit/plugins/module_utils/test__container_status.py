@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: Apache-2.0
+"""container_status: the container from a fake Docker engine on a unix socket, its processes from a fake /proc
+(command lines, pid namespaces, NSpid) and from this machine's real /proc, files, and a token file's existence."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.infera.serving.plugins.module_utils import _container_status, _preflight
+from ansible_collections.infera.serving.plugins.module_utils._container_status import (
+    ARGUMENT_SPEC,
+    ContainerStatusError,
+    container_status,
+    processes_in,
+)
+
+from .test__preflight import DockerEngine
+
+WRAPPER = '^python -m infera[.]engine[.]sglang '
+ENGINE = '-m sglang[.]launch_server '
+NODE_NS = 'pid:[4026531836]'
+CONTAINER_NS = 'pid:[4026532577]'
+OTHER_NS = 'pid:[4026532999]'
+WRAPPER_ARGS = ['python', '-m', 'infera.engine.sglang', '--port', '30000']
+ENGINE_ARGS = ['/usr/bin/python3', '-m', 'sglang.launch_server', '--model-path', '/models/dsv4']
+
+
+class FakeProc:
+    """/proc/<pid>/{cmdline,status,ns/pid} under tmp_path, pointed at by both modules' PROC."""
+
+    def __init__(self, root, monkeypatch):
+        self.root = root
+        root.mkdir()
+        monkeypatch.setattr(_container_status, 'PROC', str(root))
+        monkeypatch.setattr(_preflight, 'PROC', str(root))
+
+    def process(self, pid, args, namespace, inner_pid=None):
+        base = self.root / str(pid)
+        (base / 'ns').mkdir(parents=True)
+        os.symlink(namespace, str(base / 'ns' / 'pid'))
+        (base / 'cmdline').write_bytes(b''.join(arg.encode() + b'\0' for arg in args))
+        nspid = '%d' % pid if inner_pid is None else '%d\t%d' % (pid, inner_pid)
+        (base / 'status').write_text('Name:\tpython\nNSpid:\t%s\n' % nspid)
+
+
+@pytest.fixture
+def proc(tmp_path, monkeypatch):
+    return FakeProc(tmp_path / 'proc', monkeypatch)
+
+
+@pytest.fixture
+def docker():
+    with DockerEngine() as engine:
+        yield engine
+
+
+def params(docker, **overrides):
+    values = {name: spec.get('default') for name, spec in ARGUMENT_SPEC.items()}
+    values.update(container='sgl_mix', processes={'wrapper': WRAPPER, 'engine': ENGINE}, docker_socket=docker.socket)
+    values.update(overrides)
+    return values
+
+
+def running(docker, pid=4000, merged='/var/lib/docker/overlay2/abc/merged'):
+    docker.containers['sgl_mix'] = {'Id': 'abc123', 'Config': {'Image': 'registry:5000/sglang-sim:1'},
+                                    'State': {'Running': True, 'Pid': pid}, 'GraphDriver': {'Data': {'MergedDir': merged}}}
+
+
+def test_a_running_container_lists_its_own_processes_with_the_pids_it_sees(proc, docker):
+    running(docker)
+    proc.process(1, ['/sbin/init'], NODE_NS)
+    proc.process(4000, ['sleep', 'infinity'], CONTAINER_NS, inner_pid=1)
+    proc.process(4057, WRAPPER_ARGS, CONTAINER_NS, inner_pid=57)
+    proc.process(4080, ENGINE_ARGS, CONTAINER_NS, inner_pid=80)
+    # Another Infera container's wrapper on the same node: not ours.
+    proc.process(5057, WRAPPER_ARGS, OTHER_NS, inner_pid=57)
+
+    result = container_status(params(docker))
+
+    assert result['container'] == {'exists': True, 'running': True, 'id': 'abc123', 'image': 'registry:5000/sglang-sim:1',
+                                   'pid': 4000, 'merged_dir': '/var/lib/docker/overlay2/abc/merged'}
+    assert result['processes'] == {
+        'wrapper': ['57 python -m infera.engine.sglang --port 30000'],
+        'engine': ['80 /usr/bin/python3 -m sglang.launch_server --model-path /models/dsv4']}
+
+
+def test_a_missing_container_has_nothing_and_a_stopped_one_is_not_looked_into(proc, docker):
+    proc.process(4000, ['sleep', 'infinity'], CONTAINER_NS)
+    proc.process(4057, WRAPPER_ARGS, CONTAINER_NS)
+    missing = container_status(params(docker))
+    assert missing['container'] == {'exists': False, 'running': False, 'id': '', 'image': '', 'pid': 0, 'merged_dir': ''}
+    assert missing['processes'] == {'wrapper': [], 'engine': []}
+
+    # Docker keeps the last Pid of a stopped container: it may be anything by now.
+    docker.containers['sgl_mix'] = {'Id': 'abc123', 'Config': {'Image': 'img'}, 'State': {'Running': False, 'Pid': 4000}}
+    stopped = container_status(params(docker))
+    assert (stopped['container']['exists'], stopped['container']['running']) == (True, False)
+    assert stopped['processes'] == {'wrapper': [], 'engine': []}
+
+
+def test_a_process_without_a_command_line_or_gone_is_skipped(proc, docker):
+    running(docker)
+    proc.process(4000, ['sleep', 'infinity'], CONTAINER_NS, inner_pid=1)
+    proc.process(4081, [], CONTAINER_NS, inner_pid=81)  # a zombie: empty cmdline
+    (proc.root / '4082').mkdir()  # exited between the listing and the read
+    proc.process(4080, ENGINE_ARGS, CONTAINER_NS, inner_pid=80)
+    assert container_status(params(docker))['processes']['engine'] == [
+        '80 /usr/bin/python3 -m sglang.launch_server --model-path /models/dsv4']
+
+
+def test_files_come_back_with_what_template_compares_and_a_token_file_with_its_existence_only(docker, tmp_path):
+    script = tmp_path / 'engine.sh'
+    text = '#!/bin/bash\n# recipe: dsv4-pro-mi355x; variant: dp\nset -u\nexec python -m infera.engine.sglang\n'
+    script.write_text(text)
+    script.chmod(0o640)
+    token = tmp_path / 'secrets.env'
+    token.write_text('HF_TOKEN=hf_not_to_be_read\n')
+
+    result = container_status(params(docker, head_lines=2, files={'script': str(script), 'gone': str(tmp_path / 'none')},
+                                     exists_only={'token': str(token), 'old': str(tmp_path / 'old.env')}))
+
+    assert result['files']['script'] == {'exists': True, 'kind': 'file', 'mode': '0640',
+                                         'checksum': hashlib.sha1(text.encode()).hexdigest(),
+                                         'head': ['#!/bin/bash', '# recipe: dsv4-pro-mi355x; variant: dp']}
+    assert result['files']['gone'] == {'exists': False, 'kind': '', 'mode': '', 'checksum': '', 'head': []}
+    assert result['exists_only'] == {'token': {'exists': True}, 'old': {'exists': False}}
+    assert 'hf_not_to_be_read' not in repr(result)
+
+
+def test_a_directory_and_a_device_are_described_and_never_read(docker, tmp_path):
+    (tmp_path / 'logs').mkdir(mode=0o755)
+    result = container_status(params(docker, files={'logs': str(tmp_path / 'logs'), 'null': '/dev/null'}))
+    assert result['files']['logs'] == {'exists': True, 'kind': 'directory', 'mode': '0755', 'checksum': '', 'head': []}
+    assert result['files']['null'] == {'exists': True, 'kind': 'device', 'mode': '0666', 'checksum': '', 'head': []}
+
+
+@pytest.mark.parametrize('overrides, message', [
+    ({'processes': {'engine': '-m sglang[.launch_server'}}, r'processes\.engine is not a valid regular expression'),
+    ({'files': {'script': 'scripts/engine.sh'}}, r"files\.script must be an absolute path on the node, got 'scripts/engine.sh'"),
+    ({'exists_only': {'token': ''}}, r"exists_only\.token must be an absolute path on the node, got ''"),
+])
+def test_a_bad_argument_is_refused_by_name(docker, overrides, message):
+    with pytest.raises(ContainerStatusError, match=message):
+        container_status(params(docker, **overrides))
+
+
+def test_the_real_proc_finds_a_process_by_its_command_line():
+    """On this machine's /proc: a child in this process's pid namespace, found with its own pid."""
+    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', 'container-status-probe'])
+    try:
+        found = processes_in(os.getpid(), {'probe': r'-c import time.* container-status-probe$',
+                                           'none': 'no-such-process-anywhere'})
+    finally:
+        child.kill()
+        child.wait()
+    assert found == {'probe': ['%d %s -c import time; time.sleep(60) container-status-probe' % (child.pid, sys.executable)],
+                     'none': []}

@@ -178,6 +178,14 @@ details:
       gpus: [{index: 0, used_mib: 283.0, total_mib: 294896.0, used_percent: 0.1}]
       held_by_container: null
     disk: {path: /var/lib/docker, free_gib: 812.4, min_free_gib: 50.0}
+address:
+  description:
+    - The node's default IPv4 address, found as Ansible finds C(ansible_default_ipv4.address) (the source address of
+      the node's route to 8.8.8.8), or an empty string when it has no such route. Not a check; the deploy uses it as
+      the address the worker registers under when the inventory sets no C(infera_advertise_host).
+  returned: success
+  type: str
+  sample: 10.0.0.11
 node:
   description: The node name, from O(node) or the machine's hostname.
   returned: success

@@ -698,3 +698,42 @@ def test_bad_arguments_raise(node, overrides, expected):
     with pytest.raises(PreflightError) as raised:
         run_preflight(node.params(None, **overrides))
     assert str(raised.value) == expected
+
+
+# ---------------------------------------------------------------- the node's default address
+
+class _Probe:
+    """socket.socket for default_ipv4: a UDP socket whose connect picks a source address, or finds no route."""
+
+    def __init__(self, source, calls):
+        self.source, self.calls = source, calls
+
+    def __call__(self, family, kind):
+        self.calls.append(('socket', family, kind))
+        return self
+
+    def connect(self, address):
+        self.calls.append(('connect', address))
+        if self.source is None:
+            raise OSError(101, 'Network is unreachable')
+
+    def getsockname(self):
+        return (self.source, 40000)
+
+    def close(self):
+        self.calls.append(('close',))
+
+
+@pytest.mark.parametrize('source, expected', [('10.0.0.11', '10.0.0.11'), (None, '')])
+def test_the_default_address_is_the_source_of_the_route_to_8_8_8_8(monkeypatch, source, expected):
+    calls = []
+    monkeypatch.setattr(_preflight.socket, 'socket', _Probe(source, calls))
+    assert _preflight.default_ipv4() == expected
+    # A UDP connect: it picks the route and sends nothing; the socket is closed either way.
+    assert calls[:2] == [('socket', socket.AF_INET, socket.SOCK_DGRAM), ('connect', ('8.8.8.8', 53))]
+    assert calls[-1] == ('close',)
+
+
+def test_the_result_carries_the_default_address(node, docker, monkeypatch):
+    monkeypatch.setattr(_preflight, 'default_ipv4', lambda: '10.0.0.11')
+    assert run_preflight(node.params(docker))['address'] == '10.0.0.11'

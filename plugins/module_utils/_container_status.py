@@ -22,7 +22,7 @@ import re
 import stat
 from urllib.parse import quote
 
-from ansible_collections.infera.serving.plugins.module_utils._preflight import docker_json, pid_namespace
+from ansible_collections.infera.serving.plugins.module_utils._preflight import docker_json, pid_namespace, read_command_line
 
 ARGUMENT_SPEC = dict(
     container=dict(type='str', required=True),
@@ -60,16 +60,6 @@ def container_state(socket_path, name, timeout):
     }
 
 
-def _command_line(pid):
-    """The command line of pid as pgrep -f matches it (its arguments joined by spaces); '' when it has none."""
-    try:
-        with open(os.path.join(PROC, str(pid), 'cmdline'), 'rb') as handle:
-            raw = handle.read()
-    except OSError:
-        return ''
-    return raw.rstrip(b'\0').replace(b'\0', b' ').decode('utf-8', 'replace')
-
-
 def _namespace_pid(pid):
     """The pid that pid has in its own (innermost) pid namespace: the last field of NSpid in /proc/<pid>/status."""
     try:
@@ -94,7 +84,7 @@ def processes_in(init_pid, patterns):
     for pid in pids:
         if pid_namespace(pid) != namespace:
             continue
-        line = _command_line(pid)
+        line = read_command_line(pid)
         if not line:
             # Gone, a kernel thread or a zombie: pgrep -f would not match its empty command line either.
             continue

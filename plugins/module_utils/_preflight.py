@@ -213,15 +213,20 @@ class ProcessTable:
         return sorted({pid for inode in inodes for pid in self.socket_holders.get(inode, ())})
 
 
-def command_line(pid):
-    """The command line of pid as one string, or '?' when it is gone or unreadable."""
+def read_command_line(pid):
+    """The command line of pid as pgrep -f matches it (its arguments joined by spaces); '' when it is gone, a
+    kernel thread or a zombie."""
     try:
         with open(os.path.join(PROC, str(pid), 'cmdline'), 'rb') as handle:
             raw = handle.read()
     except OSError:
-        return '?'
-    text = raw.replace(b'\0', b' ').decode('utf-8', 'replace').strip()
-    return text or '?'
+        return ''
+    return raw.rstrip(b'\0').replace(b'\0', b' ').decode('utf-8', 'replace')
+
+
+def command_line(pid):
+    """The command line of pid as one string, or '?' when it is gone or unreadable."""
+    return read_command_line(pid).strip() or '?'
 
 
 def pid_namespace(pid):

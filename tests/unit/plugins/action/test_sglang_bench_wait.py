@@ -15,6 +15,7 @@ from ansible_collections.infera.serving.plugins.action import sglang_bench_wait 
 from ansible_collections.infera.serving.plugins.modules import sglang_bench_wait as bench_module
 
 from ..modules.utils import run_module
+from . import harness
 
 TASK_VARS = {'inventory_hostname': 'node1'}
 ARGS = {'exit_file': '/r/mix_c64.exit', 'log_path': '/r/bench-c64.log', 'conc': 64, 'label': 'point 2/6 c64 nodp'}
@@ -23,19 +24,7 @@ FIXTURE = os.path.join(os.path.dirname(__file__), '..', 'module_utils', 'data', 
 
 
 def make_action(args):
-    task = mock.MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = False
-    task.action = 'infera.serving.sglang_bench_wait'
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    play_context = mock.MagicMock()
-    play_context.remote_addr = '10.0.0.1'
-    action = action_plugin.ActionModule(task, connection, play_context, loader=None, templar=None,
-                                        shared_loader_obj=None)
-    action._load_name = 'infera.serving.sglang_bench_wait'
-    return action
+    return harness.make_action(action_plugin, 'infera.serving.sglang_bench_wait', args)
 
 
 def running(completed, elapsed, bar_elapsed=None, offset=0):

@@ -14,24 +14,13 @@ from ansible_collections.infera.serving.plugins.action import sglang_ready as ac
 from ansible_collections.infera.serving.plugins.modules import sglang_ready as ready_module
 
 from ..modules.utils import run_module
+from . import harness
 
 TASK_VARS = {'inventory_hostname': 'node1'}
 
 
 def make_action(args, check_mode=False):
-    task = mock.MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = check_mode
-    task.action = 'infera.serving.sglang_ready'
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    play_context = mock.MagicMock()
-    play_context.remote_addr = '10.0.0.1'
-    action = action_plugin.ActionModule(task, connection, play_context, loader=None, templar=None,
-                                        shared_loader_obj=None)
-    action._load_name = 'infera.serving.sglang_ready'
-    return action
+    return harness.make_action(action_plugin, 'infera.serving.sglang_ready', args, check_mode)
 
 
 def progress(phase, done=0, total=0, bs=None, elapsed=0.0, log_bytes=0):

@@ -11,18 +11,12 @@ from ansible_collections.infera.serving.plugins.action import sglang_variant as 
 from ansible_collections.infera.serving.plugins.modules import sglang_variant as variant_module
 
 from ..modules.utils import run_module
+from . import harness
 
 
 def run_action(args, check_mode=False):
-    task = mock.MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = check_mode
-    task.action = 'infera.serving.sglang_variant'
-    connection = mock.MagicMock()
-    action = action_plugin.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
-                                        shared_loader_obj=None)
-    action._load_name = 'infera.serving.sglang_variant'
+    action = harness.make_action(action_plugin, 'infera.serving.sglang_variant', args, check_mode)
+    connection = action._connection
     with mock.patch.object(action, '_execute_module', side_effect=AssertionError('the action ran a module')):
         result = action.run(task_vars={})
     # Nothing was sent to the node: no command, no file, no module.

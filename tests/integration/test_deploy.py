@@ -111,6 +111,17 @@ def test_a_vault_token_never_reaches_play_output_node_logs_or_results(clean_node
     assert clean_node.sh(f"test -e {token_file} && echo present || echo gone").stdout.strip() == "gone"
 
 
+def test_a_router_that_never_answers_healthy_is_named_with_its_log(clean_node):
+    """Infera's router exits at its start on a tokenizer path that is neither a folder nor a Hugging Face id
+    (infera/common/tokenizer.py resolve_tokenizer_path): the health wait must give up at its timeout and say so,
+    with the router log's last lines, before any worker starts."""
+    rc, out = deploy("-e", "conc=64", "-e", "router_tokenizer_path=/no/such/tokenizer", "-e", "router_health_timeout=6")
+    assert rc != 0, out[-3000:]
+    assert 'infera-node-1: stage router: /health did not answer {"status": "ok"} within 6 s' in out, out[-3000:]
+    assert "=== router launch" in out and "/no/such/tokenizer" in out, out[-3000:]
+    assert "SGLang worker | Start the engine detached" not in out, "a worker started behind a router that is down"
+
+
 def test_raising_capture_size_warns_about_memory(clean_node):
     rc, out = deploy("-e", "conc=64", "-e", "sglang_worker_cuda_graph_max_bs=160", "--check")
     assert rc == 0, out[-3000:]

@@ -5,6 +5,7 @@ the rehearsal inventory, and checks what a person at 3 a.m. would see.
 """
 
 import json
+import re
 import subprocess
 import time
 
@@ -109,6 +110,20 @@ def test_a_vault_token_never_reaches_play_output_node_logs_or_results(clean_node
     assert rc == 0, out[-3000:]
     assert secret not in out
     assert clean_node.sh(f"test -e {token_file} && echo present || echo gone").stdout.strip() == "gone"
+
+
+def test_a_rerun_that_changes_nothing_writes_nothing_and_restarts_nothing(clean_node):
+    """The launch scripts are rendered on the controller and compared with the node's copies: an unchanged rerun
+    runs neither template task (each would cost two node calls) and restarts nothing."""
+    rc, out = deploy("-e", "conc=64")
+    assert rc == 0, out[-3000:]
+    rc, again = deploy("-e", "conc=64")
+    assert rc == 0, again[-3000:]
+    assert "Render the launch script" in out, "the first deploy must write the launch scripts"
+    assert "Render the launch script" not in again, [line for line in again.splitlines() if "Render" in line]
+    assert "Start the engine detached" not in again and "Start the router detached" not in again, again[-3000:]
+    assert re.search(r"infera-node-1\s+: ok=\d+\s+changed=0 ", again), again[-1500:]
+    assert "variant per node: infera-node-1 nodp" in again and "engine restarted: False" in again, again[-2500:]
 
 
 def test_a_router_that_never_answers_healthy_is_named_with_its_log(clean_node):

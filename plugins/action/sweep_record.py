@@ -112,7 +112,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(unwritten_message(params, dest, error)) from None
 
         figures = point_figures(record, argv, len(point['workers'] or ()))
-        line = point_line(params['host'], params['label'], point, figures, sweep_seconds(manifest['points']))
+        line = point_line(params['host'], params['label'], point, figures, sweep_seconds(manifest['points']),
+                          simulated=params['simulated'])
         display.display(line)
         result.update({'changed': changed, 'path': path, 'point': point, 'manifest': manifest, 'figures': figures,
                        'line': line, 'timings': timing_lines(params['host'], manifest['points'], params['restarts'])})

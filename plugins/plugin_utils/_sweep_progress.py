@@ -155,8 +155,9 @@ def _number(value, form):
     return '?' if value is None else form % value
 
 
-def point_line(host, label, point, figures, sweep_seconds):
-    """The line after a point: its figures, its verdict, and how long the sweep has run."""
+def point_line(host, label, point, figures, sweep_seconds, simulated=False):
+    """The line after a point: its figures (labelled when a simulated engine made them), its verdict, and how long
+    the sweep has run."""
     verdict = {'ok': 'valid', 'resumed': 'valid (kept from an earlier run)'}.get(point['status'], point['status'])
     if point['reason']:
         verdict += ': ' + point['reason']
@@ -165,6 +166,8 @@ def point_line(host, label, point, figures, sweep_seconds):
         shown = '%s tok/s/GPU (%s output), %s tok/s/user, TTFT p99 %s ms, ' % (
             _number(figures['tput_per_gpu'], '%.0f'), _number(figures['output_tput_per_gpu'], '%.0f'),
             _number(figures['interactivity'], '%.1f'), _number(figures['ttft_p99_ms'], '%.0f'))
+        if simulated:
+            shown = '[SIMULATED engine] ' + shown
     return '%s: %s done: %s%s; sweep time %s' % (host, label or 'point c%s' % point['conc'], shown, verdict,
                                                  clock(sweep_seconds))
 

@@ -39,7 +39,7 @@ def test_a_point_longer_than_the_interval_prints_growing_progress(node, tmp_path
     assert done == sorted(done) and done[-1] > done[0], f"the completed count did not grow: {done}"
     assert all(int(match["total"]) == 40 for match in lines)
     assert all(match["engine"] == "alive" for match in lines)
-    assert re.search(rf"{NODE}: point 1/1 c4 \w+ done: \d+ tok/s/GPU .*valid; sweep time \d+:\d\d:\d\d", out)
+    assert re.search(rf"{NODE}: point 1/1 c4 \w+ done: \[SIMULATED engine\] \d+ tok/s/GPU .*valid; sweep time \d+:\d\d:\d\d", out)
     assert re.search(rf"{NODE}: c4 \w+: \d+:\d\d:\d\d \(ok\)", out)
     manifest = json.loads((results / run_id / NODE / "manifest.json").read_text())
     assert [(point["conc"], point["status"]) for point in manifest["points"]] == [(4, "ok")]

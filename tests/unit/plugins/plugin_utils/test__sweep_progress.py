@@ -113,6 +113,16 @@ def test_the_line_after_a_point(entry, figures, expected):
     assert progress.point_line('node1', 'point 2/3 c64 nodp', entry, figures, 3723) == expected
 
 
+def test_the_figures_of_a_simulated_engine_are_labelled_so():
+    figures = {'tput_per_gpu': 762.0, 'output_tput_per_gpu': 152.0, 'interactivity': 82.1, 'ttft_p99_ms': 115.0}
+    assert progress.point_line('node1', 'point 1/3 c16 nodp', point(16), figures, 20, simulated=True) == (
+        'node1: point 1/3 c16 nodp done: [SIMULATED engine] 762 tok/s/GPU (152 output), 82.1 tok/s/user, '
+        'TTFT p99 115 ms, valid; sweep time 0:00:20')
+    # No figures, nothing to label.
+    assert '[SIMULATED' not in progress.point_line('node1', 'c16', point(16, status='invalid', reason='r'), {}, 20,
+                                                   simulated=True)
+
+
 def test_wall_times_per_point_and_restart_and_the_running_total():
     points = [point(32, started='2026-11-29T10:00:00Z', ended='2026-11-29T10:14:08Z'),
               point(64, started='2026-11-29T10:14:10Z', ended=None, status='aborted')]

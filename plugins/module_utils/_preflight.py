@@ -23,6 +23,7 @@ import re
 import shutil
 import socket
 import subprocess
+import time
 from urllib.error import HTTPError
 from urllib.parse import quote
 
@@ -42,6 +43,7 @@ ARGUMENT_SPEC = dict(
     ports=dict(type='list', elements='int', default=[]),
     container=dict(type='str'),
     etcd_endpoint=dict(type='str'),
+    etcd_wait=dict(type='float', default=10.0),
     image=dict(type='str'),
     timeout=dict(type='float', default=5.0),
     node=dict(type='str'),
@@ -58,6 +60,8 @@ DEFAULT_DOCKER_ROOT = '/var/lib/docker'
 SMI_TIMEOUT = 60
 _GIB = 1024 ** 3
 _MIB = 1024 ** 2
+# How often an unhealthy etcd is asked again within etcd_wait.
+ETCD_POLL = 0.5
 # How many holders of one port or GPU a message names.
 _NAMED_HOLDERS = 3
 
@@ -76,6 +80,8 @@ def check_arguments(params):
         raise PreflightError('min_free_gib must be 0 or more GiB; got %s' % params['min_free_gib'])
     if params['timeout'] <= 0:
         raise PreflightError('timeout must be more than 0 seconds; got %s' % params['timeout'])
+    if params['etcd_wait'] < 0:
+        raise PreflightError('etcd_wait must be 0 or more seconds; got %s' % params['etcd_wait'])
     bad_ports = [port for port in params['ports'] if not 1 <= port <= 65535]
     if bad_ports:
         raise PreflightError('ports must be between 1 and 65535; got %s' % ', '.join(map(str, bad_ports)))
@@ -675,29 +681,41 @@ class Preflight:
         if not endpoint:
             return 'no etcd_endpoint given'
         url = endpoint.rstrip('/') + '/health'
-        try:
-            # etcd is on the cluster network: a proxy from the environment would only stand in the way.
-            response = open_url(url, method='GET', timeout=self.timeout, use_proxy=False)
+        # A healthy answer ends the check at once. An unhealthy one is asked again for etcd_wait seconds: a
+        # member whose disk is slow to sync answers 503 for a moment (its health read times out after 1 s),
+        # and a fleet rollout should not stop on that moment. An etcd that does not answer at all fails now.
+        deadline = time.monotonic() + self.params['etcd_wait']
+        asked = 0
+        while True:
+            asked += 1
             try:
-                status, body = response.getcode(), response.read()
-            finally:
-                response.close()
-        except HTTPError as error:
-            # An unhealthy etcd answers 503 with its reason in the body.
-            status, body = error.code, error.read() if error.fp else b''
-        except Exception as error:  # pylint: disable=broad-except
-            self.fail('etcd', 'etcd at %s does not answer GET /health (%s); next step: start etcd or fix the endpoint '
-                              '(infera_etcd_endpoint), then curl %s' % (endpoint, error, url))
-            return None
-        try:
-            answer = json.loads(body)
-        except ValueError:
-            answer = None
-        self.details['etcd'] = {'endpoint': endpoint, 'status': status, 'answer': answer}
-        if status != 200 or not isinstance(answer, dict) or answer.get('health') != 'true':
+                # etcd is on the cluster network: a proxy from the environment would only stand in the way.
+                response = open_url(url, method='GET', timeout=self.timeout, use_proxy=False)
+                try:
+                    status, body = response.getcode(), response.read()
+                finally:
+                    response.close()
+            except HTTPError as error:
+                # An unhealthy etcd answers 503 with its reason in the body.
+                status, body = error.code, error.read() if error.fp else b''
+            except Exception as error:  # pylint: disable=broad-except
+                self.fail('etcd', 'etcd at %s does not answer GET /health (%s); next step: start etcd or fix the '
+                                  'endpoint (infera_etcd_endpoint), then curl %s' % (endpoint, error, url))
+                return None
+            try:
+                answer = json.loads(body)
+            except ValueError:
+                answer = None
+            healthy = status == 200 and isinstance(answer, dict) and answer.get('health') == 'true'
+            if healthy or time.monotonic() + ETCD_POLL > deadline:
+                break
+            time.sleep(ETCD_POLL)
+        self.details['etcd'] = {'endpoint': endpoint, 'status': status, 'answer': answer, 'asked': asked}
+        if not healthy:
             text = body[:200].decode('utf-8', 'replace').strip() if isinstance(body, bytes) else str(body)
-            self.fail('etcd', 'etcd at %s is not healthy: GET /health answered HTTP %s %s; next step: etcdctl '
-                              '--endpoints %s endpoint health, and the etcd log' % (endpoint, status, text, endpoint))
+            self.fail('etcd', 'etcd at %s is not healthy: GET /health answered HTTP %s %s (%d time(s) in %s s); '
+                              'next step: etcdctl --endpoints %s endpoint health, and the etcd log'
+                      % (endpoint, status, text, asked, self.params['etcd_wait'], endpoint))
         return None
 
     def check_image(self):

@@ -30,7 +30,8 @@ description:
     C(/proc/net/tcp) and C(/proc/net/tcp6), their holders from C(/proc/*/fd); a process is inside the container
     when its pid namespace is that of the container's init process (C(State.Pid) from the engine). A foreign
     holder is named with its pid and command line.
-  - C(etcd) - C(GET <etcd_endpoint>/health) answers with C(health) V(true), asked without a proxy.
+  - C(etcd) - C(GET <etcd_endpoint>/health) answers with C(health) V(true), asked without a proxy. An unhealthy
+    answer is asked again every half second for O(etcd_wait) seconds before the check fails.
   - C(image) - O(image) is present in the engine, or its registry answers C(GET /v2/) (https, then http for an
     insecure registry; 401 counts as an answer). An image from Docker Hub that is not present passes; it will be
     pulled.
@@ -84,6 +85,12 @@ options:
   etcd_endpoint:
     description: The etcd endpoint, such as V(http://10.0.0.5:2379). Without it the C(etcd) check is skipped.
     type: str
+  etcd_wait:
+    description:
+      - Seconds an etcd that answers unhealthy (HTTP 503) is asked again before the check fails. A member whose
+        disk is slow to sync answers 503 for a moment. An etcd that does not answer at all fails at once.
+    type: float
+    default: 10.0
   image:
     description: The engine image reference (C($IMG)). Without it the C(image) check is skipped.
     type: str
@@ -167,7 +174,7 @@ details:
       C(render_nodes)); C(gpus) (C(source), the command read; C(gpus), each with C(index), C(used_mib), C(total_mib),
       C(used_percent); C(held_by_container)); C(model) (C(path), C(model_type), C(tokenizer), resolved); C(disk)
       (C(path), C(free_gib), C(min_free_gib)); C(ports) (a list, each with C(port), C(free), C(holders), C(ours));
-      C(etcd) (C(endpoint), C(status), C(answer)); C(image) (C(image), C(present), C(id) or C(registry) and
+      C(etcd) (C(endpoint), C(status), C(answer), C(asked): how many times); C(image) (C(image), C(present), C(id) or C(registry) and
       C(registry_answer)).
     - A check that could not look (the tool is missing, the engine does not answer) leaves its entry out.
   returned: success

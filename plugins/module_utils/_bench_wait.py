@@ -49,6 +49,7 @@ ARGUMENT_SPEC = dict(
     engine_exit_file=dict(type='path'),
     engine_log=dict(type='path', aliases=['engine_log_path']),
     engine_health_url=dict(type='str'),
+    router_url=dict(type='str'),
     health_failures=dict(type='int', default=3),
     health_interval=dict(type='float', default=5.0),
     deadline=dict(type='int', default=3600),
@@ -69,6 +70,8 @@ ACTION_ONLY_OPTIONS = tuple(SLICE_OPTIONS) + ('label', 'estimate')
 # SGLang's /health sends a one-token generation through the scheduler and gives up after 20 s
 # (SGLANG_HEALTH_CHECK_TIMEOUT), so a loaded but live engine can take that long to answer.
 HEALTH_TIMEOUT = 30.0
+# The Infera router answers its listing and /health from memory: longer than this is a router in trouble.
+ROUTER_TIMEOUT = 10.0
 # A client whose requests all failed because the engine died often exits before the
 # engine's exit marker is written: give the marker this long before blaming the client.
 _ENGINE_EXIT_GRACE = 1.5
@@ -113,6 +116,7 @@ class _Options(WaitOptions):
             raise WaitError('kill_match must not be empty; use a text only the bench command line has, '
                             'such as its output file path')
         check_url('engine_health_url', self.engine_health_url)
+        check_url('router_url', self.router_url)
 
     @property
     def point(self):
@@ -264,14 +268,23 @@ class BenchPointWait:
         self.reading = new_reading(resume.get('read_offset') or 0)
         self.progress = dict(new_progress(), **(resume.get('progress') or {}))
         self.carried_failures = resume.get('health_failures') or 0
+        # The router's workers, read by the first call; later slices carry them.
+        self.router_workers = resume.get('router_workers')
         self.health = None
 
     def wait(self):
         """Return (result, warnings) for a point that finished with 0 or a slice that ran out; raise WaitError otherwise."""
         options = self.options
         slice_start = time.time()
-        if self.started_at is None:
+        first_call = self.started_at is None
+        if first_call:
             self.started_at = slice_start
+        if first_call and options.router_url:
+            # The client was started a moment ago and is still starting Python: these are the workers it will
+            # be served by. A router that cannot list them cannot serve the point either.
+            self.router_workers, trouble = _router_workers(options.router_url)
+            if trouble:
+                return self._finish('router', trouble)
         if options.engine_health_url:
             self.health = _HealthWatch(options.engine_health_url, options.health_interval, self.carried_failures)
             self.health.start()
@@ -299,6 +312,11 @@ class BenchPointWait:
                 engine_code = self._engine_exit_within(_ENGINE_EXIT_GRACE) if code != 0 else False
                 if engine_code is not False:
                     return 'engine_exited', engine_code
+                if code == 0 and options.router_url:
+                    trouble = _router_down(options.router_url)
+                    if trouble:
+                        # A router that died during the point failed some of its requests.
+                        return 'router', trouble
                 return 'done', code
             engine_code = self._engine_exit()
             if engine_code is not False:
@@ -339,6 +357,7 @@ class BenchPointWait:
             'killed_pids': [],
             'progress': dict(self.progress),
             'engine': self.health.summary if self.health else dict(_UNCHECKED_ENGINE),
+            'router_workers': self.router_workers,
         }
 
     def _slice_result(self):
@@ -348,6 +367,7 @@ class BenchPointWait:
             'health_failures': self.health.consecutive_failures if self.health else 0,
             'read_offset': self.reading['read_offset'],
             'progress': dict(self.progress),
+            'router_workers': self.router_workers,
         }
         return result
 
@@ -381,6 +401,24 @@ class BenchPointWait:
             return ['the bench client on %s exited 0 for %s but %s has no result line; the point has no numbers, '
                     'see %s' % (options.node, options.point, options.output_file, options.log_path or 'its log')]
         return []
+
+
+def _router_workers(router_url):
+    """(the workers list of the router's GET /v1/workers, None) or (None, what went wrong)."""
+    url = router_url.rstrip('/') + '/v1/workers'
+    status, answer, error = _health.get_json(url, ROUTER_TIMEOUT)
+    if status == 200 and isinstance(answer, dict) and isinstance(answer.get('workers'), list):
+        return answer['workers'], None
+    if status == 200:
+        return None, 'GET %s answered without a workers list' % url
+    return None, 'GET %s answered %s' % (url, status if error is None else error)
+
+
+def _router_down(router_url):
+    """None while the router's GET /health answers 200, else what it answered."""
+    url = router_url.rstrip('/') + '/health'
+    status, error = _health.probe_health(url, ROUTER_TIMEOUT)
+    return None if status == 200 else 'GET %s answered %s' % (url, error or status)
 
 
 def wait_for_point(params):

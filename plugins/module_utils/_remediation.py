@@ -163,6 +163,8 @@ def point_cause(options, kind, detail):
     if kind == 'engine_exited':
         code = 'code %d' % detail if detail is not None else 'no code in it'
         return 'the engine exit file %s appeared (%s)' % (options.engine_exit_file, code)
+    if kind == 'router':
+        return 'the Infera router at %s stopped answering (%s)' % (options.router_url, detail)
     if kind == 'unhealthy':
         return ('the engine health URL %s failed %d checks in a row, %s s apart (last: %s)'
                 % (options.engine_health_url, options.health_failures,
@@ -200,6 +202,8 @@ def _headline(options, kind, detail):
         return 'worker died during %s' % options.point
     if kind == 'deadline':
         return '%s exceeded its deadline of %d s' % (options.point, options.deadline)
+    if kind == 'router':
+        return 'the Infera router stopped answering during %s' % options.point
     if detail is None:
         return 'the bench client of %s left no exit code' % options.point
     return 'the bench client exited %d during %s' % (detail, options.point)
@@ -218,6 +222,9 @@ def _point_next_step(options, kind, detail, killed, denied):
     stopped = _stopped(options, killed, denied)
     if kind in WORKER_DEATHS:
         return 'the engine died: read %s and redeploy; %s' % (engine_log, stopped)
+    if kind == 'router':
+        return ('read the router log on its node, then run the sweep again with the same run_id: the router is started '
+                'again and this point runs again; %s' % stopped)
     return ('check in %s that the engine still makes progress, then raise deadline or lower --num-prompts for this '
             'concurrency; %s' % (engine_log, stopped))
 

@@ -14,6 +14,8 @@ description:
     a host-mounted directory the client's C(--output-file) (O(output_file)), its log (O(log_path)) and, when the client
     exits, an exit file (O(exit_file)) holding the client's exit code. The module reads them from the node side.
   - The point is done when O(exit_file) appears. Exit code 0 succeeds; any other code fails the task.
+  - With O(router_url) it also reads the workers the router serves the point with, and checks that the router still
+    answers after the point.
   - The point is aborted when the worker dies. That is when the engine's own exit file (O(engine_exit_file)) appears,
     or when O(engine_health_url) fails O(health_failures) checks in a row. It is also aborted when O(deadline) seconds
     have passed since the module started. An aborted point fails the task. First the bench processes are stopped
@@ -90,6 +92,16 @@ options:
         a refused connection or no answer within 30 seconds counts as one failed check.
       - The checks run beside the wait in a thread, so a slow answer never delays noticing O(exit_file).
       - The URL is asked directly, never through a proxy set in the environment.
+    type: str
+  router_url:
+    description:
+      - The Infera router the point's requests go through, for example V(http://127.0.0.1:8000).
+      - The first call (no O(resume)) reads its C(GET /v1/workers) and returns the C(workers) list as
+        RV(router_workers), the workers that serve the point; the client, started just before, is still starting.
+        A router that does not answer with a workers list aborts the point at once.
+      - When the client exits 0, the router's C(GET /health) must still answer 200, or the point fails. A router that
+        died during the point failed some of the point's requests.
+      - Both are asked directly, never through a proxy set in the environment, with a 10 second timeout.
     type: str
   health_failures:
     description: How many failed health checks in a row mean the worker is dead.
@@ -197,6 +209,8 @@ EXAMPLES = r"""
     engine_log: /var/lib/infera/sgl_mix/logs/engine-20261130T054100Z.log
     engine_health_url: http://127.0.0.1:30000/health
     kill_match: /var/lib/infera/sgl_mix/results/first/mix_c64.jsonl
+    router_url: http://127.0.0.1:8000
+    poll_interval: 0.25
     deadline: 7200
     label: point 2/6 c64 nodp
     estimate: 812
@@ -294,6 +308,12 @@ engine:
       description: The last check's HTTP status, or why it got none.
       type: raw
   sample: {checked: true, alive: true, failures: 0, last: 200}
+router_workers:
+  description: The C(workers) list of the router's C(GET /v1/workers), read by the first call; null without O(router_url).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{worker_id: "10.0.0.5:30000", url: "http://10.0.0.5:30000", model_name: "deepseek-ai/DeepSeek-V4-Pro", status: active}]
 resume:
   description: What the next call needs to continue this wait (pass it as O(resume)).
   returned: when RV(finished=false)

@@ -20,7 +20,7 @@ description:
     it), V(aborted) (O(aborted) and no valid file) or V(resumed) (O(resumed): a valid result was already on the
     controller, so the point did not run)."
   - The point records the workers that served it (C(worker_id), C(url), C(dp_size)), which are the active workers of
-    O(model) in O(router_workers), the router's C(/v1/workers) answer read right before the bench started, or
+    O(model) in O(router_workers), the router's C(/v1/workers) answer read as the bench started, or
     O(workers) kept from the run that measured a resumed point. The report divides its per-GPU figures by their GPUs. A fleet point
     (O(fleet)) with fewer or more serving workers than its concurrency was scaled by (O(conc) = O(node_conc) x N), or
     a point served by a worker of the other variant (its C(dp_size)), is V(invalid).
@@ -114,7 +114,8 @@ options:
     default: false
   router_workers:
     description:
-      - The C(workers) list of the router's C(/v1/workers) answer, read right before the point's bench started.
+      - The C(workers) list of the router's C(/v1/workers) answer, read as the point's bench started (the sweep role
+        passes RV(infera.serving.sglang_bench_wait#module:router_workers)).
       - Only the active workers of O(model) are recorded. Mutually exclusive with O(workers).
     type: list
     elements: dict

@@ -93,7 +93,8 @@ def test_finished_point_succeeds(point):
                       'output_lines': 1, 'log_tail': BENCH_LOG, 'killed_pids': [],
                       'progress': {'stage': 'main', 'warmup_requests': 128, 'completed': 0, 'total': None,
                                    'bar_elapsed': None},
-                      'engine': {'checked': False, 'alive': None, 'failures': 0, 'last': None}}
+                      'engine': {'checked': False, 'alive': None, 'failures': 0, 'last': None},
+                      'router_workers': None}
     assert result['elapsed'] >= 0.3
     assert warnings == []
 
@@ -450,6 +451,7 @@ def test_the_old_option_name_engine_log_path_is_an_alias():
                            'output file path'),
     ({'engine_health_url': '127.0.0.1:30000/health'},
      "engine_health_url must be an http:// or https:// URL; got '127.0.0.1:30000/health'"),
+    ({'router_url': '127.0.0.1:8000'}, "router_url must be an http:// or https:// URL; got '127.0.0.1:8000'"),
 ])
 def test_bad_options_fail_before_waiting(point, overrides, message):
     error, _details = failure(point.params(**overrides))
@@ -614,9 +616,10 @@ def test_a_slice_returns_what_the_next_one_needs(point):
     assert started <= result['resume']['started_at'] < started + 10
     assert result == {'changed': False, 'rc': None, 'elapsed': result['elapsed'], 'aborted': False, 'finished': False,
                       'output_lines': 0, 'log_tail': BENCH_LOG, 'killed_pids': [], 'progress': progress,
-                      'engine': {'checked': False, 'alive': None, 'failures': 0, 'last': None},
+                      'engine': {'checked': False, 'alive': None, 'failures': 0, 'last': None}, 'router_workers': None,
                       'resume': {'started_at': result['resume']['started_at'], 'health_failures': 0,
-                                 'read_offset': os.path.getsize(point.log), 'progress': progress}}
+                                 'read_offset': os.path.getsize(point.log), 'progress': progress,
+                                 'router_workers': None}}
     later(0.1, point.exit_file, '0\n')
     result, _warnings = wait_for_point(point.params(resume=result['resume']))
     assert result['finished'] is True
@@ -673,3 +676,62 @@ def test_a_slice_that_ends_lets_the_health_check_in_flight_answer(point):
 def test_max_wait_must_not_be_negative(point):
     message, _details = failure(point.params(max_wait=-1))
     assert message == 'max_wait must be 0 (wait until the point ends) or more seconds; got -1'
+
+
+# ---------------------------------------------------------------- the router the point goes through
+
+def test_the_first_slice_reads_the_routers_workers_and_the_last_checks_the_router(point):
+    with HealthServer(workers=['10.0.0.5:30000']) as router:
+        router_url = 'http://%s/' % router.address
+        first, _warnings = wait_for_point(point.params(router_url=router_url, max_wait=0.1))
+        assert router.paths == ['/v1/workers']
+        listed = [{'worker_id': '10.0.0.5:30000', 'url': 'http://10.0.0.5:30000', 'engine': 'sglang'}]
+        assert first['router_workers'] == first['resume']['router_workers'] == listed
+        # The listing changes later (a worker draining): the point keeps the workers it started with.
+        router.workers = []
+        later(0.1, point.exit_file, '0\n')
+        last, _warnings = wait_for_point(point.params(router_url=router_url, resume=first['resume']))
+    assert (last['finished'], last['rc'], last['router_workers']) == (True, 0, listed)
+    # No second listing; one /health once the client exited 0.
+    assert router.paths == ['/v1/workers', '/health']
+
+
+def test_a_router_that_stopped_answering_fails_a_finished_point(point):
+    with HealthServer(status=503, workers=['10.0.0.5:30000']) as router:
+        with open(point.exit_file, 'w') as handle:
+            handle.write('0\n')
+        message, details = failure(point.params(router_url='http://%s' % router.address))
+    headline = message.splitlines()[0]
+    assert headline.startswith('the Infera router stopped answering during point c64 on node3')
+    assert ', stage sweep, 00:00 after the start. ' in headline
+    assert ('Cause: the Infera router at http://%s stopped answering (GET http://%s/health answered '
+            % (router.address, router.address)) in headline
+    assert '503' in headline
+    assert 'Next step: read the router log on its node, then run the sweep again with the same run_id' in headline
+    assert (details['aborted'], details['finished']) == (True, True)
+    assert message.endswith('\n'.join(BENCH_LOG))
+
+
+def test_a_failed_client_is_not_blamed_on_a_router_that_answers(point, short_engine_grace):
+    with HealthServer(workers=['10.0.0.5:30000']) as router:
+        with open(point.exit_file, 'w') as handle:
+            handle.write('1\n')
+        message, _details = failure(point.params(router_url='http://%s' % router.address))
+    assert message.startswith('the bench client exited 1 during point c64')
+    # A failed client is not followed by a router check here: the sweep's rescue asks the router itself.
+    assert router.paths == ['/v1/workers']
+
+
+def test_a_router_that_cannot_list_its_workers_aborts_the_point_at_once_and_stops_the_client(point):
+    with BenchProcess() as bench:
+        started = time.time()
+        message, details = failure(point.params(router_url='http://127.0.0.1:9', kill_match=bench.mark, deadline=30))
+        assert bench.ended_by() == signal.SIGTERM
+    assert time.time() - started < 10
+    headline = message.splitlines()[0]
+    assert headline.startswith('the Infera router stopped answering during point c64 on node3')
+    assert 'Cause: the Infera router at http://127.0.0.1:9 stopped answering (GET http://127.0.0.1:9/v1/workers ' \
+           'answered ' in headline
+    assert 'the bench client was stopped (pids %d) and the partial point was discarded' % bench.pid in headline
+    assert details['killed_pids'] == [bench.pid]
+    assert details['router_workers'] is None

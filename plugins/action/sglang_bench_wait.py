@@ -15,7 +15,7 @@ from ansible_collections.infera.serving.plugins.module_utils._bench_wait import 
     ARGUMENT_SPEC,
     progress_line,
 )
-from ansible_collections.infera.serving.plugins.plugin_utils._sliced_wait import SlicedWaitAction, display
+from ansible_collections.infera.serving.plugins.plugin_utils._sliced_wait import SlicedWaitAction
 
 
 class ActionModule(SlicedWaitAction):
@@ -32,7 +32,7 @@ class ActionModule(SlicedWaitAction):
 
     def _after_slice(self, outcome, module_args, params, host):
         module_args['resume'] = outcome['resume']
-        display.display(progress_line(host, outcome, params['label'], params['estimate']))
+        self._show(host, progress_line(host, outcome, params['label'], params['estimate']))
 
     def _waiting_on(self, module_args):
         return 'point c%s' % module_args['conc'] if module_args.get('conc') is not None else 'the bench point'

@@ -14,7 +14,7 @@ from ansible_collections.infera.serving.plugins.module_utils._readiness import (
     default_state_file,
     progress_line,
 )
-from ansible_collections.infera.serving.plugins.plugin_utils._sliced_wait import SlicedWaitAction, display
+from ansible_collections.infera.serving.plugins.plugin_utils._sliced_wait import SlicedWaitAction
 
 
 class ActionModule(SlicedWaitAction):
@@ -34,7 +34,7 @@ class ActionModule(SlicedWaitAction):
 
     def _after_slice(self, outcome, module_args, params, host):
         log_bytes = outcome.get('log_bytes') or 0
-        display.display(progress_line(host, outcome, log_bytes - self._reported_bytes))
+        self._show(host, progress_line(host, outcome, log_bytes - self._reported_bytes))
         self._reported_bytes = log_bytes
 
     def _waiting_on(self, module_args):

@@ -24,6 +24,7 @@ SLICE_OPTIONS = dict(
     progress_interval=dict(type='int', default=30),
     reconnect_retries=dict(type='int', default=10),
     reconnect_delay=dict(type='float', default=5.0),
+    simulated=dict(type='bool', default=False),
 )
 
 

@@ -179,6 +179,13 @@ options:
     description: Action plugin only. Seconds to sleep before retrying after a dropped connection.
     type: float
     default: 5
+  simulated:
+    description:
+      - Action plugin only. The engine is the rehearsal platform's simulator (the container role's
+        C(container_result.simulated)). Each progress line then says V([SIMULATED engine]) after the node's name, since
+        its phases, times and counts are the simulator's, not a GPU's.
+    type: bool
+    default: false
 notes:
   - Only Python's standard library and Ansible's own module utilities are needed on the node.
   - The module does not parse the jsonl; that is done on the controller once every point has finished.

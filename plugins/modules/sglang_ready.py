@@ -185,6 +185,13 @@ options:
     description: Action plugin only. Seconds to sleep before retrying after a dropped connection.
     type: float
     default: 5
+  simulated:
+    description:
+      - Action plugin only. The engine is the rehearsal platform's simulator (the container role's
+        C(container_result.simulated)). Each progress line then says V([SIMULATED engine]) after the node's name, since
+        its phases, times and counts are the simulator's, not a GPU's.
+    type: bool
+    default: false
 notes:
   - "How the waiting works: the C(sglang_ready) action plugin runs on the controller. It calls this module on the node
     again and again, each call waiting at most O(progress_interval) seconds, all with the same O(state_file). After each

@@ -50,6 +50,7 @@ class SlicedWaitAction(ActionBase):
             raise AnsibleActionFail(str(error))
 
         host = task_vars.get('inventory_hostname') or self._play_context.remote_addr or 'node'
+        self._simulated = params['simulated']
         # Pass on only what the task set (the module applies its own defaults, with paths expanded on the node).
         module_args = {key: value for key, value in self._task.args.items() if key not in self.action_only_options()}
         module_args['node'] = params['node'] or host
@@ -89,6 +90,10 @@ class SlicedWaitAction(ActionBase):
     def _resume_hint(self, module_args):
         """What goes on while the connection is down and how to pick up again, for the give-up message."""
         raise NotImplementedError
+
+    def _show(self, host, line):
+        """Print a slice's progress line; an engine that is the rehearsal platform's simulator says so first."""
+        display.display(simulated_line(host, line) if self._simulated else line)
 
     # ---------------------------------------------------------------- the loop
 
@@ -143,6 +148,14 @@ class SlicedWaitAction(ActionBase):
                     % (host, attempts, self._waiting_on(module_args), _first_line(outcome.get('msg')),
                        self._resume_hint(module_args))),
         }
+
+
+def simulated_line(host, line):
+    """line ('<host>: ...') with [SIMULATED engine] after the host: its phases, times and counts are the simulator's."""
+    prefix = '%s: ' % host
+    if line.startswith(prefix):
+        return prefix + '[SIMULATED engine] ' + line[len(prefix):]
+    return '[SIMULATED engine] ' + line
 
 
 def _first_line(text):

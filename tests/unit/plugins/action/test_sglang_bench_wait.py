@@ -13,6 +13,7 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 
 from ansible_collections.infera.serving.plugins.action import sglang_bench_wait as action_plugin
 from ansible_collections.infera.serving.plugins.modules import sglang_bench_wait as bench_module
+from ansible_collections.infera.serving.plugins.plugin_utils import _sliced_wait
 
 from ..modules.utils import run_module
 from . import harness
@@ -40,7 +41,7 @@ DONE = {'changed': False, 'finished': True, 'aborted': False, 'rc': 0, 'elapsed'
 
 @pytest.fixture
 def shown():
-    with mock.patch.object(action_plugin.display, 'display') as display:
+    with mock.patch.object(_sliced_wait.display, 'display') as display:
         yield display
 
 
@@ -65,6 +66,17 @@ def test_one_line_per_slice_and_the_state_carried_to_the_next(shown):
         assert args['node'] == 'node1'
         assert execute.call_args.kwargs['module_name'] == 'infera.serving.sglang_bench_wait'
         assert not {'label', 'estimate', 'progress_interval', 'reconnect_retries', 'reconnect_delay'} & set(args)
+
+
+def test_a_simulated_engine_is_named_on_every_progress_line(shown):
+    action = make_action(dict(ARGS, estimate=600, simulated=True))
+    slices = [running(0, 30.0, offset=100), dict(DONE)]
+    with mock.patch.object(action, '_execute_module', side_effect=slices) as execute:
+        action.run(task_vars=TASK_VARS)
+    assert lines(shown) == [
+        'node1: [SIMULATED engine] point 2/6 c64 nodp: main 0/640 requests, elapsed 00:30, ETA ~09:30, engine alive']
+    # The module on the node never sees it.
+    assert all('simulated' not in call.kwargs['module_args'] for call in execute.call_args_list)
 
 
 def test_a_lost_connection_retries_with_the_last_state(shown):

@@ -12,6 +12,7 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 
 from ansible_collections.infera.serving.plugins.action import sglang_ready as action_plugin
 from ansible_collections.infera.serving.plugins.modules import sglang_ready as ready_module
+from ansible_collections.infera.serving.plugins.plugin_utils import _sliced_wait
 
 from ..modules.utils import run_module
 from . import harness
@@ -34,7 +35,7 @@ READY = {'ready': True, 'changed': False, 'phase': 'ready', 'elapsed': 1805.0, '
 
 @pytest.fixture
 def shown():
-    with mock.patch.object(action_plugin.display, 'display') as display:
+    with mock.patch.object(_sliced_wait.display, 'display') as display:
         yield display
 
 
@@ -62,6 +63,19 @@ def test_slices_print_progress_and_return_the_ready_result(shown):
         assert sent['state_file'] == '/var/log/sglang/engine.log.ready-state.json'
         assert sent['health_url'] == 'http://127.0.0.1:30000/health'
         assert not {'progress_interval', 'reconnect_retries', 'reconnect_delay'} & set(sent)
+
+
+def test_a_simulated_cold_start_is_named_on_every_progress_line(shown):
+    action = make_action({'log_path': '/l/engine.log', 'simulated': True})
+    slices = [progress('loading_weights', elapsed=30.2, log_bytes=2048),
+              progress('capturing_cuda_graph', 7, 20, 64, elapsed=751.9, log_bytes=7168), dict(READY)]
+    with mock.patch.object(action, '_execute_module', side_effect=slices) as execute:
+        action.run(task_vars=TASK_VARS)
+    assert lines(shown) == [
+        'node1: [SIMULATED engine] loading_weights graph 0/? (bs=-) elapsed 00:30, log +2048',
+        'node1: [SIMULATED engine] capturing_cuda_graph graph 7/20 (bs=64) elapsed 12:31, log +5120',
+    ]
+    assert all('simulated' not in call.kwargs['module_args'] for call in execute.call_args_list)
 
 
 def test_a_dropped_connection_is_retried_and_the_wait_resumes(shown):

@@ -174,8 +174,8 @@ details:
       C(render_nodes)); C(gpus) (C(source), the command read; C(gpus), each with C(index), C(used_mib), C(total_mib),
       C(used_percent); C(held_by_container)); C(model) (C(path), C(model_type), C(tokenizer), resolved); C(disk)
       (C(path), C(free_gib), C(min_free_gib)); C(ports) (a list, each with C(port), C(free), C(holders), C(ours));
-      C(etcd) (C(endpoint), C(status), C(answer), C(asked): how many times); C(image) (C(image), C(present), C(id) or C(registry) and
-      C(registry_answer)).
+      C(etcd) (C(endpoint), C(status), C(answer), C(asked), how many times it was asked); C(image) (C(image),
+      C(present), C(id) or C(registry) and C(registry_answer)).
     - A check that could not look (the tool is missing, the engine does not answer) leaves its entry out.
   returned: success
   type: dict

@@ -44,5 +44,5 @@ TEST_WORKERS ?= 5
 test: bootstrap
 	@$(PLATFORM) up 5
 	python -m pytest -q -p no:cacheprovider -ra tests/unit tests/rehearsal/sim_tests
-	python -m pytest -q -p no:cacheprovider -ra --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope) \
+	python -m pytest -q -p no:cacheprovider -ra --durations=60 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope) \
 	  tests/lint tests/integration

@@ -14,7 +14,8 @@ import time
 from conftest import NODE
 from rehearsal import REPO
 
-PROGRESS = re.compile(r"^(?P<host>\S+): point 1/1 c4 (?P<variant>\w+): main (?P<done>\d+)/(?P<total>\d+) requests, "
+# The rehearsal node's engine is simulated: each progress line says so after the node's name.
+PROGRESS = re.compile(r"^(?P<host>\S+): \[SIMULATED engine\] point 1/1 c4 (?P<variant>\w+): main (?P<done>\d+)/(?P<total>\d+) requests, "
                       r"elapsed \d+:\d\d, ETA [^,]+, engine (?P<engine>alive|not .*)$", re.MULTILINE)
 
 

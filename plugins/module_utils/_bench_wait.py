@@ -282,7 +282,8 @@ class BenchPointWait:
         if first_call and options.router_url:
             # The client was started a moment ago and is still starting Python: these are the workers it will
             # be served by. A router that cannot list them cannot serve the point either.
-            self.router_workers, trouble = _router_workers(options.router_url)
+            self.router_workers, trouble = _health.router_workers(options.router_url.rstrip('/') + '/v1/workers',
+                                                                       ROUTER_TIMEOUT)
             if trouble:
                 return self._finish('router', trouble)
         if options.engine_health_url:
@@ -401,17 +402,6 @@ class BenchPointWait:
             return ['the bench client on %s exited 0 for %s but %s has no result line; the point has no numbers, '
                     'see %s' % (options.node, options.point, options.output_file, options.log_path or 'its log')]
         return []
-
-
-def _router_workers(router_url):
-    """(the workers list of the router's GET /v1/workers, None) or (None, what went wrong)."""
-    url = router_url.rstrip('/') + '/v1/workers'
-    status, answer, error = _health.get_json(url, ROUTER_TIMEOUT)
-    if status == 200 and isinstance(answer, dict) and isinstance(answer.get('workers'), list):
-        return answer['workers'], None
-    if status == 200:
-        return None, 'GET %s answered without a workers list' % url
-    return None, 'GET %s answered %s' % (url, status if error is None else error)
 
 
 def _router_down(router_url):

@@ -37,6 +37,20 @@ def get_json(url, timeout):
     return request_json(url, timeout)
 
 
+def router_workers(url, timeout):
+    """(the worker objects Infera's router lists at url, its GET /v1/workers, None) or (None, why not).
+
+    The one reading of the router's worker list: the readiness wait maps it to worker_ids, a
+    sweep point records it whole.
+    """
+    status, body, error = get_json(url, timeout)
+    if status == 200 and isinstance(body, dict) and isinstance(body.get('workers'), list):
+        return [worker for worker in body['workers'] if isinstance(worker, dict)], None
+    if status == 200:
+        return None, 'GET %s answered HTTP 200 without a workers list: %r' % (url, body)
+    return None, 'GET %s answered %s' % (url, error if error is not None else 'HTTP %s' % status)
+
+
 def request_json(url, timeout, payload=None):
     """get_json for a GET, or for a POST of `payload` (JSON) when it is given."""
     data = None if payload is None else json.dumps(payload)

@@ -148,10 +148,8 @@ def _compile(pattern):
 
 def listed_workers(url, timeout=_HEALTH_TIMEOUT):
     """The worker_ids Infera's router lists at url (GET /v1/workers), or (None, why not)."""
-    status, body, error = _health.get_json(url, timeout)
-    if status != 200 or not isinstance(body, dict) or not isinstance(body.get('workers'), list):
-        return None, error or 'HTTP %s, body %r' % (status, body)
-    return [worker.get('worker_id') for worker in body['workers'] if isinstance(worker, dict)], None
+    workers, why = _health.router_workers(url, timeout)
+    return (None, why) if workers is None else ([worker.get('worker_id') for worker in workers], None)
 
 
 def _process_exit(exit_file, pid_file):

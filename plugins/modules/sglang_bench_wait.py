@@ -33,6 +33,7 @@ description:
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.action_group
+  - infera.serving._sliced_wait
 attributes:
   check_mode:
     support: none
@@ -162,32 +163,10 @@ options:
       - Action plugin only. The point's estimated seconds (from the sweep's plan), for an ETA before the first request
         completes. Unset, progress lines show C(ETA ?) until then.
     type: float
-  progress_interval:
-    description:
-      - Action plugin only. Seconds each slice waits on the node before the controller prints a progress line, 1 to 60.
-      - A slice that ends while a health check waits for its answer lets it answer first (at most 30 seconds more), so
-        that a check is never lost between slices.
-    type: int
-    default: 30
-  reconnect_retries:
-    description:
-      - Action plugin only. How many times in a row a slice may be lost to a dropped connection (or an unreachable host)
-        before the task gives up as unreachable. Each retry resumes the same wait; the client keeps running meanwhile.
-    type: int
-    default: 10
-  reconnect_delay:
-    description: Action plugin only. Seconds to sleep before retrying after a dropped connection.
-    type: float
-    default: 5
-  simulated:
-    description:
-      - Action plugin only. The engine is the rehearsal platform's simulator (the container role's
-        C(container_result.simulated)). Each progress line then says V([SIMULATED engine]) after the node's name, since
-        its phases, times and counts are the simulator's, not a GPU's.
-    type: bool
-    default: false
 notes:
   - Only Python's standard library and Ansible's own module utilities are needed on the node.
+  - A slice (O(progress_interval)) that ends while a health check waits for its answer lets it answer first (at most
+    30 seconds more), so that a check is never lost between slices.
   - The module does not parse the jsonl; that is done on the controller once every point has finished.
 requirements:
   - Python 3 on the node, with C(/proc) (Linux).

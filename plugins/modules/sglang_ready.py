@@ -29,6 +29,7 @@ author:
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.action_group
+  - infera.serving._sliced_wait
 attributes:
   check_mode:
     support: full
@@ -170,28 +171,6 @@ options:
       - The name used for the node in messages. The action plugin passes the inventory hostname.
       - Defaults to the machine's hostname. When the two differ, messages show both.
     type: str
-  progress_interval:
-    description:
-      - Action plugin only. Seconds each slice waits on the node before the controller prints a progress line, 1 to 60.
-    type: int
-    default: 30
-  reconnect_retries:
-    description:
-      - Action plugin only. How many times in a row a slice may be lost to a dropped connection (or an unreachable host)
-        before the task gives up as unreachable. Each retry resumes from O(state_file), and the engine keeps running meanwhile.
-    type: int
-    default: 10
-  reconnect_delay:
-    description: Action plugin only. Seconds to sleep before retrying after a dropped connection.
-    type: float
-    default: 5
-  simulated:
-    description:
-      - Action plugin only. The engine is the rehearsal platform's simulator (the container role's
-        C(container_result.simulated)). Each progress line then says V([SIMULATED engine]) after the node's name, since
-        its phases, times and counts are the simulator's, not a GPU's.
-    type: bool
-    default: false
 notes:
   - "How the waiting works: the C(sglang_ready) action plugin runs on the controller. It calls this module on the node
     again and again, each call waiting at most O(progress_interval) seconds, all with the same O(state_file). After each

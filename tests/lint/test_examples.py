@@ -17,13 +17,27 @@ MODULES = sorted((REPO / "plugins" / "modules").glob("*.py"))
 MAGIC = {"inventory_hostname", "ansible_default_ipv4", "item", "ansible_check_mode"}
 
 
+def fragment_options(name):
+    """The options a doc fragment of this collection (infera.serving._file[.part]) adds, as Ansible merges them."""
+    _namespace, _collection, *fragment = name.split(".")
+    text = (REPO / "plugins" / "doc_fragments" / f"{fragment[0]}.py").read_text()
+    part = fragment[1].upper() if len(fragment) > 1 else "DOCUMENTATION"
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Assign) and node.targets[0].id == part:
+            return yaml.safe_load(node.value.value).get("options") or {}
+    raise AssertionError(f"doc fragment {name}: no {part}")
+
+
 def module_docs(path):
-    """DOCUMENTATION and EXAMPLES of a module file, parsed."""
+    """DOCUMENTATION (with its fragments' options) and EXAMPLES of a module file, parsed."""
     docs = {}
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and node.targets[0].id in ("DOCUMENTATION", "EXAMPLES"):
             docs[node.targets[0].id] = yaml.safe_load(node.value.value)
-    return docs["DOCUMENTATION"], docs["EXAMPLES"]
+    documentation = docs["DOCUMENTATION"]
+    for fragment in documentation.get("extends_documentation_fragment") or []:
+        documentation["options"] = {**fragment_options(fragment), **(documentation.get("options") or {})}
+    return documentation, docs["EXAMPLES"]
 
 
 def role_variables():

@@ -371,15 +371,26 @@ def test_an_unreadable_pid_file_is_not_an_exit(node, tmp_path):
 
 
 @pytest.mark.parametrize('answer', [
-    (503, {'workers': [{'worker_id': '10.0.0.5:30000'}]}, 'HTTP Error 503: Service Unavailable'),
+    (503, None, 'HTTP Error 503: Service Unavailable'),
+    (None, None, 'timed out'),
     (200, {'workers': None}, None),
     (200, ['10.0.0.5:30000'], None),
-], ids=['http-error', 'workers-not-a-list', 'body-not-an-object'])
+], ids=['http-error', 'no-answer', 'workers-not-a-list', 'body-not-an-object'])
 def test_a_router_answer_without_a_worker_list_lists_no_one(monkeypatch, answer):
     monkeypatch.setattr(_readiness._health, 'get_json', lambda url, timeout: answer)
     listed, why = _readiness.listed_workers('http://127.0.0.1:8000/v1/workers')
     assert listed is None
-    assert why == (answer[2] or 'HTTP 200, body %r' % (answer[1],))
+    expected = ('GET http://127.0.0.1:8000/v1/workers answered ' + answer[2] if answer[2]
+                else 'GET http://127.0.0.1:8000/v1/workers answered HTTP 200 without a workers list: %r' % (answer[1],))
+    assert why == expected
+
+
+def test_the_router_listing_is_read_once_for_both_waits(monkeypatch):
+    # One reading of GET /v1/workers: the readiness wait gets the ids, a sweep point the objects.
+    body = {'workers': [{'worker_id': '10.0.0.5:30000', 'status': 'healthy'}, 'not-a-worker']}
+    monkeypatch.setattr(_readiness._health, 'get_json', lambda url, timeout: (200, body, None))
+    assert _readiness.listed_workers('http://r/v1/workers') == (['10.0.0.5:30000'], None)
+    assert _readiness._health.router_workers('http://r/v1/workers', 3.0) == ([body['workers'][0]], None)
 
 
 def test_asking_the_router_is_bounded_in_time(monkeypatch):

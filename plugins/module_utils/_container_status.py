@@ -29,6 +29,7 @@ ARGUMENT_SPEC = dict(
     processes=dict(type='dict', default={}),
     files=dict(type='dict', default={}),
     exists_only=dict(type='dict', default={}),
+    image=dict(type='str'),
     head_lines=dict(type='int', default=5),
     docker_socket=dict(type='path', default='/var/run/docker.sock'),
     timeout=dict(type='float', default=5.0),
@@ -57,6 +58,23 @@ def container_state(socket_path, name, timeout):
         'image': (inspect.get('Config') or {}).get('Image', ''),
         'pid': int(state.get('Pid') or 0),
         'merged_dir': graph.get('MergedDir', ''),
+    }
+
+
+def image_state(socket_path, name, timeout):
+    """The named image as the engine inspects it (Id, RepoTags, RepoDigests, Config.Labels), {} when the node has none.
+
+    The keys are Docker's, as community.docker.docker_image_pull and docker_image_info return them, so a
+    role reads either the same way.
+    """
+    inspect = docker_json(socket_path, '/images/%s/json' % quote(name, safe='/:@'), timeout)
+    if not inspect:
+        return {}
+    return {
+        'Id': inspect.get('Id', ''),
+        'RepoTags': inspect.get('RepoTags') or [],
+        'RepoDigests': inspect.get('RepoDigests') or [],
+        'Config': {'Labels': (inspect.get('Config') or {}).get('Labels') or {}},
     }
 
 
@@ -136,9 +154,12 @@ def container_status(params):
             if not isinstance(path, str) or not os.path.isabs(path):
                 raise ContainerStatusError('%s.%s must be an absolute path on the node, got %r' % (option, name, path))
     container = container_state(params['docker_socket'], params['container'], params['timeout'])
-    return {
+    result = {
         'container': container,
         'processes': processes_in(container['pid'] if container['running'] else 0, params['processes']),
         'files': {name: file_state(path, params['head_lines']) for name, path in params['files'].items()},
         'exists_only': {name: {'exists': os.path.exists(path)} for name, path in params['exists_only'].items()},
     }
+    if params.get('image'):
+        result['image'] = image_state(params['docker_socket'], params['image'], params['timeout'])
+    return result

@@ -46,6 +46,11 @@ options:
     description: Named absolute paths on the node of which only whether they exist is returned, never their content, checksum or mode (a token file).
     type: dict
     default: {}
+  image:
+    description:
+      - An image name (with its tag) to inspect as well, for example the container's. The container role reads it
+        before it pulls, and pulls only an image the node does not have.
+    type: str
   head_lines:
     description: How many first lines of each of O(files) are returned.
     type: int
@@ -107,6 +112,14 @@ exists_only:
   returned: success
   type: dict
   sample: {token: {exists: false}}
+image:
+  description:
+    - The image O(image) as the Docker engine inspects it, with Docker's keys (as C(community.docker.docker_image_info)
+      returns them) C(Id), C(RepoTags), C(RepoDigests) and C(Config.Labels); V({}) when the node does not have it.
+  returned: when O(image) is set
+  type: dict
+  sample: {Id: "sha256:5b1e...", RepoTags: ["registry.example.com/infera/sglang-rocm:dsv4"],
+           RepoDigests: ["registry.example.com/infera/sglang-rocm@sha256:77c0..."], Config: {Labels: {}}}
 """
 
 from ansible.module_utils.basic import AnsibleModule

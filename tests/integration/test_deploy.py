@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rehearsal import run_playbook
+from rehearsal import platform_up, run_playbook
 
 
 def deploy(*extra, env=None):
@@ -125,6 +125,20 @@ def test_a_rerun_that_changes_nothing_writes_nothing_and_restarts_nothing(clean_
     assert "Start the engine detached" not in again and "Start the router detached" not in again, again[-3000:]
     assert re.search(r"infera-node-1\s+: ok=\d+\s+changed=0 ", again), again[-1500:]
     assert "variant per node: infera-node-1 nodp" in again and "engine restarted: False" in again, again[-2500:]
+    # The node has the image: the container role's look saw it, so no pull (a node call) was made.
+    assert "Container | Pull the engine image" not in again, again[-3000:]
+
+    # The node without the image's tag (its layers kept under another name): the look sees none and the
+    # pull brings the tag back, the same image, so the container and the engine are left alone.
+    image = platform_up(1)["IMG"]
+    clean_node.sh(f"docker tag {image} kept/{image.rsplit('/', 1)[1]} && docker rmi {image}")
+    rc, pulled = deploy("-e", "conc=64")
+    assert rc == 0, pulled[-3000:]
+    assert re.search(r"Pull the engine image the node does not have\] \**\s+changed: \[infera-node-1\]", pulled), \
+        pulled[-3000:]
+    assert clean_node.sh(f"docker image inspect -f ok {image}").stdout.strip() == "ok"
+    assert re.search(r"infera-node-1\s+: ok=\d+\s+changed=1 ", pulled), pulled[-1500:]
+    assert "engine restarted: False" in pulled, pulled[-2500:]
 
 
 def test_a_router_that_never_answers_healthy_is_named_with_its_log(clean_node):

@@ -94,12 +94,15 @@ def test_rolling_switch_under_load_fails_no_request(fleet):
     assert [after - before for before, after in zip(launches_before, launches_after)] == [1, 1, 1]
     assert switched.count("PLAY [Deploy mixed | Rolling change, serving nodes one batch at a time]") == 3, \
         "one batch per node (serial 1)"
-    # Every serving node pulled the image and compared its container at once, before the first drain;
-    # each node's turn then used that check instead of repeating it.
-    pulls = re.findall(r"Container \| Pull the engine image\] \**((?: (?:ok|changed): \[infera-node-\d\])+)", switched)
-    assert len(pulls) == 1 and len(re.findall(r"infera-node-\d", pulls[0])) == 3, pulls or switched[-3000:]
-    assert switched.find("Container | Pull the engine image]") < switched.find("Send SIGTERM to the worker wrapper"), \
-        switched[-3000:]
+    # Every serving node looked at its image (pulling one it did not have) and compared its container at once,
+    # before the first drain; each node's turn then used that check instead of repeating it.
+    for task in ("Container | Look at the work directory, the GPU device paths and the image",
+                 "Container | Compare the worker container with the walkthrough's"):
+        checks = re.findall(re.escape(task) + r"\] \**((?: (?:ok|changed): \[infera-node-\d\])+)", switched)
+        assert len(checks) == 1 and len(re.findall(r"infera-node-\d", checks[0])) == 3, (task, checks or switched[-3000:])
+        assert switched.find(task + "]") < switched.find("Send SIGTERM to the worker wrapper"), (task, switched[-3000:])
+    # The image was there: no pull, on no node.
+    assert not re.search(r"Container \| Pull the engine image the node does not have\] \**\s*(ok|changed):", switched)
 
 
 def test_a_failing_node_stops_the_rollout_and_a_rerun_finishes_it(fleet):

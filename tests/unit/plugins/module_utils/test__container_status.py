@@ -160,3 +160,22 @@ def test_the_real_proc_finds_a_process_by_its_command_line():
         child.wait()
     assert found == {'probe': ['%d %s -c import time; time.sleep(60) container-status-probe' % (child.pid, sys.executable)],
                      'none': []}
+
+
+def test_the_image_comes_back_with_dockers_keys_and_empty_when_the_node_does_not_have_it(proc, docker):
+    # The container role pulls only when this is empty, and reads the digest and labels from it otherwise.
+    name = 'registry:5000/infera/sglang-sim:1'
+    docker.images[name] = {'Id': 'sha256:5b1e', 'RepoTags': [name], 'RepoDigests': ['registry:5000/infera/sglang-sim@sha256:77c0'],
+                           'Config': {'Labels': {'io.infera.simulated': 'true'}, 'Env': ['A=1']}, 'Size': 123}
+    found = container_status(params(docker, image=name))
+    assert found['image'] == {'Id': 'sha256:5b1e', 'RepoTags': [name], 'RepoDigests': ['registry:5000/infera/sglang-sim@sha256:77c0'],
+                              'Config': {'Labels': {'io.infera.simulated': 'true'}}}
+    assert container_status(params(docker, image='registry:5000/infera/sglang-sim:2'))['image'] == {}
+    assert 'image' not in container_status(params(docker))
+
+
+def test_an_image_without_labels_or_digests_comes_back_with_empty_ones(proc, docker):
+    # A locally built image has no RepoDigests; Docker sends null Labels for an image without any.
+    docker.images['local:1'] = {'Id': 'sha256:aa', 'RepoTags': ['local:1'], 'RepoDigests': None, 'Config': {'Labels': None}}
+    assert container_status(params(docker, image='local:1'))['image'] == {
+        'Id': 'sha256:aa', 'RepoTags': ['local:1'], 'RepoDigests': [], 'Config': {'Labels': {}}}

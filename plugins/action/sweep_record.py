@@ -23,6 +23,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record impor
     build_manifest,
     judge_point,
     manifest_text,
+    write_if_changed,
     write_manifest,
 )
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_progress import (
@@ -60,6 +61,7 @@ ARGUMENT_SPEC = {
     'aborted': {'type': 'bool', 'default': False},
     'label': {'type': 'str'},
     'restarts': {'type': 'list', 'elements': 'dict', 'default': []},
+    'files': {'type': 'dict', 'default': {}},
 }
 
 
@@ -100,6 +102,11 @@ class ActionModule(ActionBase):
                                                           mutually_exclusive=[('router_workers', 'workers')])
         dest = self._loader.path_dwim(params['dest'])
         path = os.path.join(dest, MANIFEST)
+        for name, text in params['files'].items():
+            if not isinstance(name, str) or os.path.basename(name) != name or name in ('', '.', '..', MANIFEST):
+                raise AnsibleActionFail('files: %r is not a plain file name in the results folder (nor %s)' % (name, MANIFEST))
+            if not isinstance(text, str):
+                raise AnsibleActionFail('files.%s must be the file\'s text, got %s' % (name, type(text).__name__))
         argv = (params['variants'].get(params['variant']) or {}).get('argv')
         planned = dict({key: params.get(key) for key in PLANNED_KEYS},
                        workers=point_workers(params['router_workers'], params['workers'], params['model']))
@@ -107,7 +114,10 @@ class ActionModule(ActionBase):
         manifest = build_manifest({key: params[key] for key in RUN_KEYS}, params['points'] + [point])
         before = _current_text(path) if self._task.diff else None
         try:
-            changed = write_manifest(dest, manifest, check_mode=self._task.check_mode)
+            # The point's own files first (its bench script, exactly what ran), then the manifest that lists the point.
+            changed = any([write_if_changed(os.path.join(dest, name), text.encode('utf-8'), self._task.check_mode)
+                           for name, text in sorted(params['files'].items())])
+            changed = write_manifest(dest, manifest, check_mode=self._task.check_mode) or changed
         except SweepResultsError as error:
             raise AnsibleActionFail(unwritten_message(params, dest, error)) from None
 

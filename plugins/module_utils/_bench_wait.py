@@ -282,8 +282,8 @@ class BenchPointWait:
         if first_call and options.router_url:
             # The client was started a moment ago and is still starting Python: these are the workers it will
             # be served by. A router that cannot list them cannot serve the point either.
-            self.router_workers, trouble = _health.router_workers(options.router_url.rstrip('/') + '/v1/workers',
-                                                                       ROUTER_TIMEOUT)
+            workers_url = options.router_url.rstrip('/') + '/v1/workers'
+            self.router_workers, trouble = _health.router_workers(workers_url, ROUTER_TIMEOUT)
             if trouble:
                 return self._finish('router', trouble)
         if options.engine_health_url:

@@ -94,6 +94,13 @@ options:
     description: The bench client's settings, recorded as they are (the report lists them; C(random_input_len) and C(random_output_len) fill ISL and OSL).
     type: dict
     default: {}
+  files:
+    description:
+      - Files of the point to keep in O(dest) beside its jsonl, file name to text, written (atomically, only when they
+        differ) before the manifest. The sweep role passes the point's bench script as it was sent to the node.
+      - A name must be a plain file name, not C(manifest.json).
+    type: dict
+    default: {}
   points:
     description: The points recorded earlier in this run (the C(points) of the previous call's RV(manifest)); the new one is appended.
     type: list

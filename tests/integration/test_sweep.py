@@ -52,6 +52,12 @@ def test_full_recipe_meets_the_targets_and_a_missing_lever_fails_them(node, resu
     assert (smoke["questions"], smoke["correct"], smoke["passed"]) == (20, 20, True), smoke
     assert "accuracy smoke: 20/20 gsm8k-style answers right (100 %, threshold 80 %) [SIMULATED engine]" in \
         (results / "levers-on" / "report.md").read_text()
+    # Each point's bench script is in the results, byte for byte the one the node ran (rendered once on the
+    # controller, sent to the node, not fetched back).
+    for conc in (4, 16):
+        kept = (results / "levers-on" / node.name / f"bench-c{conc}.sh").read_text()
+        ran = node.sh(f"docker exec sgl_mix cat /var/lib/infera/sgl_mix/results/levers-on/bench-c{conc}.sh").stdout
+        assert kept == ran and f"--max-concurrency {conc} " in kept, (kept, ran)
 
     rc, out = run(sweep_command(results, "lever-off", [4, 16], **NO_LEVER))
     assert rc != 0, "a sweep without the fused-compress lever passed its targets"

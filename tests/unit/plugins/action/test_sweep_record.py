@@ -85,6 +85,29 @@ def test_a_resumed_point_is_recorded_resumed(playbook_dir):
     assert run(playbook_dir, resumed=True)['point']['status'] == 'resumed'
 
 
+def test_the_points_files_are_kept_beside_its_jsonl_before_the_manifest(playbook_dir):
+    # The role passes the bench script it sent to the node; the results keep it, rewritten only when it differs.
+    write_lines(playbook_dir / HOST_DIR / 'mix_c32.jsonl', bench_record(32))
+    script = '#!/bin/bash\npython3 -m sglang.bench_serving --max-concurrency 32\n'
+    assert run(playbook_dir, files={'bench-c32.sh': script})['changed'] is True
+    assert (playbook_dir / HOST_DIR / 'bench-c32.sh').read_text() == script
+    first = written(playbook_dir)
+    again = run(playbook_dir, files={'bench-c32.sh': script})
+    assert again['changed'] is False and written(playbook_dir) == first
+    assert run(playbook_dir, files={'bench-c32.sh': script + 'echo changed\n'})['changed'] is True
+    assert (playbook_dir / HOST_DIR / 'bench-c32.sh').read_text().endswith('echo changed\n')
+    # Check mode writes none of it.
+    run(playbook_dir, check_mode=True, conc=64, files={'bench-c64.sh': script})
+    assert not (playbook_dir / HOST_DIR / 'bench-c64.sh').exists()
+
+
+@pytest.mark.parametrize('name', ['../bench.sh', 'sub/bench.sh', '', '..', 'manifest.json'])
+def test_a_file_name_outside_the_results_folder_or_the_manifest_is_refused_before_anything_is_written(playbook_dir, name):
+    with pytest.raises(AnsibleActionFail, match='is not a plain file name in the results folder'):
+        run(playbook_dir, files={name: 'x'})
+    assert list((playbook_dir / HOST_DIR).iterdir()) == []
+
+
 def test_check_mode_writes_nothing_and_says_it_would_change(playbook_dir):
     result = run(playbook_dir, check_mode=True)
     assert result['changed'] is True

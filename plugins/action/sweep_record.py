@@ -115,8 +115,9 @@ class ActionModule(ActionBase):
         before = _current_text(path) if self._task.diff else None
         try:
             # The point's own files first (its bench script, exactly what ran), then the manifest that lists the point.
-            changed = any([write_if_changed(os.path.join(dest, name), text.encode('utf-8'), self._task.check_mode)
-                           for name, text in sorted(params['files'].items())])
+            changed = False
+            for name, text in sorted(params['files'].items()):
+                changed = write_if_changed(os.path.join(dest, name), text.encode('utf-8'), self._task.check_mode) or changed
             changed = write_manifest(dest, manifest, check_mode=self._task.check_mode) or changed
         except SweepResultsError as error:
             raise AnsibleActionFail(unwritten_message(params, dest, error)) from None

@@ -89,10 +89,26 @@ def _current_text(path):
         return ''
 
 
+def _write_files(dest, files, check_mode):
+    """Write every file of files (name -> text) into dest; whether any changed."""
+    changed = False
+    for name, text in sorted(files.items()):
+        changed = write_if_changed(os.path.join(dest, name), text.encode('utf-8'), check_mode) or changed
+    return changed
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(ARGUMENT_SPEC)
     _requires_connection = False
+
+    @staticmethod
+    def _write(params, dest, write):
+        """write() (whether it changed a file), or the failure that names the full or read-only results disk."""
+        try:
+            return write()
+        except SweepResultsError as error:
+            raise AnsibleActionFail(unwritten_message(params, dest, error)) from None
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -110,17 +126,13 @@ class ActionModule(ActionBase):
         argv = (params['variants'].get(params['variant']) or {}).get('argv')
         planned = dict({key: params.get(key) for key in PLANNED_KEYS},
                        workers=point_workers(params['router_workers'], params['workers'], params['model']))
+        before = _current_text(path) if self._task.diff else None
+        # The point's own files first (its bench script, exactly what ran; its jsonl, which the judge reads), then the
+        # manifest that lists the point.
+        changed = self._write(params, dest, lambda: _write_files(dest, params['files'], self._task.check_mode))
         point, record = judge_point(dest, planned, params['resumed'], params['aborted'], argv=argv)
         manifest = build_manifest({key: params[key] for key in RUN_KEYS}, params['points'] + [point])
-        before = _current_text(path) if self._task.diff else None
-        try:
-            # The point's own files first (its bench script, exactly what ran), then the manifest that lists the point.
-            changed = False
-            for name, text in sorted(params['files'].items()):
-                changed = write_if_changed(os.path.join(dest, name), text.encode('utf-8'), self._task.check_mode) or changed
-            changed = write_manifest(dest, manifest, check_mode=self._task.check_mode) or changed
-        except SweepResultsError as error:
-            raise AnsibleActionFail(unwritten_message(params, dest, error)) from None
+        changed = self._write(params, dest, lambda: write_manifest(dest, manifest, check_mode=self._task.check_mode)) or changed
 
         figures = point_figures(record, argv, len(point['workers'] or ()))
         line = point_line(params['host'], params['label'], point, figures, sweep_seconds(manifest['points']),

@@ -32,6 +32,7 @@ from ansible_collections.infera.serving.plugins.module_utils._node_files import 
     log_tail,
     new_reading,
     read_on,
+    small_text,
     wait_for_exit_code,
 )
 from ansible_collections.infera.serving.plugins.module_utils._options import SLICE_OPTIONS, WaitOptions, check_url
@@ -62,6 +63,7 @@ ARGUMENT_SPEC = dict(
     resume=dict(type='dict'),
     label=dict(type='str'),
     estimate=dict(type='float'),
+    return_files=dict(type='bool', default=False),
     **SLICE_OPTIONS
 )
 # Read by the action plugin only: how to slice and what its progress lines say.
@@ -390,11 +392,22 @@ class BenchPointWait:
             'killed_pids': killed,
         })
         if kind == 'done' and detail == 0:
+            if options.return_files:
+                result['files'] = self._result_files()
             return result, self._success_warnings(result)
         result['cause'] = point_cause(options, kind, detail)
         # The engine's last words say why the worker died; the bench log only that it did.
         engine_tail = log_tail(options.engine_log) if kind in WORKER_DEATHS else None
         raise WaitError(point_failure_message(options, kind, detail, result, elapsed, denied, engine_tail), **result)
+
+    def _result_files(self):
+        """The point's jsonl and log by file name, each whose text can be returned (small_text); the rest stay to fetch."""
+        files = {}
+        for path in (self.options.output_file, self.options.log_path):
+            text = small_text(path) if path else None
+            if text is not None:
+                files[os.path.basename(path)] = text
+        return files
 
     def _success_warnings(self, result):
         options = self.options

@@ -22,6 +22,8 @@ MAX_LINE_CHARS = 1000
 
 _READ_CHUNK = 1 << 20
 _TAIL_BYTES = 256 * 1024
+# A result file larger than this is fetched, not carried in a module result (small_text).
+RETURN_LIMIT = 4 << 20
 
 
 # ---------------------------------------------------------------- exit and pid files
@@ -183,6 +185,26 @@ def count_lines(path):
             return sum(1 for line in handle if line.strip())
     except OSError:
         return 0
+
+
+def small_text(path, limit=None):
+    """The text of path when it is at most limit bytes of valid UTF-8, else None (missing, larger or not text).
+
+    Returned to the controller in a module result, the text is the file byte for byte once it is encoded again; a
+    file that could not make that trip is left to a fetch. limit defaults to RETURN_LIMIT.
+    """
+    limit = RETURN_LIMIT if limit is None else limit
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit:
+        return None
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError:
+        return None
 
 
 def dir_signature(paths):

@@ -163,6 +163,13 @@ options:
       - Action plugin only. The point's estimated seconds (from the sweep's plan), for an ETA before the first request
         completes. Unset, progress lines show C(ETA ?) until then.
     type: float
+  return_files:
+    description:
+      - When the client exits 0, also return the texts of O(output_file) and O(log_path) in RV(files), so the controller
+        can keep them without fetching them (a node call each).
+      - A file larger than 4 MiB or not valid UTF-8 is left out of RV(files); fetch it.
+    type: bool
+    default: false
 notes:
   - Only Python's standard library and Ansible's own module utilities are needed on the node.
   - A slice (O(progress_interval)) that ends while a health check waits for its answer lets it answer first (at most
@@ -300,6 +307,13 @@ router_workers:
   type: list
   elements: dict
   sample: [{worker_id: "10.0.0.5:30000", url: "http://10.0.0.5:30000", model_name: "deepseek-ai/DeepSeek-V4-Pro", status: active}]
+files:
+  description:
+    - With O(return_files), the texts of O(output_file) and O(log_path) by file name (for example C(mix_c64.jsonl)),
+      byte for byte once encoded as UTF-8. A missing file, one larger than 4 MiB or one that is not UTF-8 is left out.
+  returned: when O(return_files) and the client exited 0
+  type: dict
+  sample: {mix_c64.jsonl: "{\"completed\": 640, ...}\n", bench-c64.log: "Starting warmup with 128 sequences...\n"}
 resume:
   description: What the next call needs to continue this wait (pass it as O(resume)).
   returned: when RV(finished=false)

@@ -287,7 +287,7 @@ def router_crashed_mid_sweep(node, results_dir):
 
 def results_disk_full(node, results_dir):
     """Case 13: the controller's results disk fills up while c16 is measured. results_dir must be a small file system
-    of its own (the test mounts a tmpfs); a file fills it 3 s into c16. The sweep says so naming the manifest it
+    of its own (the test mounts a tmpfs); a file fills it 3 s into c16. The sweep says so naming the point's file it
     cannot write, the manifest keeps c4; once the file is removed, a rerun of the same run_id runs c16 only."""
     filler = results_dir / "filler"
 

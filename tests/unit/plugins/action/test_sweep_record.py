@@ -101,6 +101,16 @@ def test_the_points_files_are_kept_beside_its_jsonl_before_the_manifest(playbook
     assert not (playbook_dir / HOST_DIR / 'bench-c64.sh').exists()
 
 
+def test_a_jsonl_passed_in_files_is_written_before_the_point_is_judged(playbook_dir):
+    # The sweep role passes the jsonl and the log the wait brought back: no copy on the controller before this task.
+    record = json.dumps(bench_record(32)) + '\n'
+    result = run(playbook_dir, files={'mix_c32.jsonl': record, 'bench-c32.log': 'Warmup completed with 64 sequences.\n'})
+    assert result['point']['status'] == 'ok', result['point']
+    assert (playbook_dir / HOST_DIR / 'mix_c32.jsonl').read_text(encoding='utf-8') == record
+    assert (playbook_dir / HOST_DIR / 'bench-c32.log').is_file()
+    assert written(playbook_dir)['points'][0]['status'] == 'ok'
+
+
 @pytest.mark.parametrize('name', ['../bench.sh', 'sub/bench.sh', '', '..', 'manifest.json'])
 def test_a_file_name_outside_the_results_folder_or_the_manifest_is_refused_before_anything_is_written(playbook_dir, name):
     with pytest.raises(AnsibleActionFail, match='is not a plain file name in the results folder'):

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _bench_wait, _procs
+from ansible_collections.infera.serving.plugins.module_utils import _bench_wait, _node_files, _procs
 from ansible_collections.infera.serving.plugins.module_utils._bench_wait import ARGUMENT_SPEC, wait_for_point
 from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
 
@@ -97,6 +97,33 @@ def test_finished_point_succeeds(point):
                       'router_workers': None}
     assert result['elapsed'] >= 0.3
     assert warnings == []
+
+
+def test_return_files_brings_back_the_jsonl_and_the_log_byte_for_byte(point):
+    later(0.1, point.output, RESULT_LINE + '\n')
+    later(0.2, point.exit_file, '0\n')
+    result, _warnings = wait_for_point(point.params(return_files=True))
+    assert result['files'] == {'mix_c64.jsonl': RESULT_LINE + '\n', 'bench-c64.log': '\n'.join(BENCH_LOG) + '\n'}
+    for name, text in result['files'].items():
+        with open(os.path.join(os.path.dirname(point.output), name), 'rb') as handle:
+            assert handle.read() == text.encode('utf-8')
+
+
+def test_return_files_leaves_out_what_a_result_cannot_carry_for_the_play_to_fetch(point, monkeypatch):
+    with open(point.log, 'ab') as handle:
+        handle.write(b'\xff not UTF-8\n')
+    later(0.1, point.exit_file, '0\n')
+    assert wait_for_point(point.params(return_files=True))[0]['files'] == {}  # no jsonl, a log that is not UTF-8
+    with open(point.output, 'w') as handle:
+        handle.write(RESULT_LINE + '\n')
+    assert list(wait_for_point(point.params(return_files=True))[0]['files']) == ['mix_c64.jsonl']
+    monkeypatch.setattr(_node_files, 'RETURN_LIMIT', len(RESULT_LINE))  # one byte short of the jsonl
+    assert wait_for_point(point.params(return_files=True))[0]['files'] == {}
+
+
+def test_a_failed_point_returns_no_files(point, short_engine_grace):
+    later(0.1, point.exit_file, '1\n')
+    assert 'files' not in failure(point.params(return_files=True))[1]
 
 
 def test_finished_point_with_a_live_engine_succeeds(point):

@@ -113,20 +113,34 @@ def test_a_vault_token_never_reaches_play_output_node_logs_or_results(clean_node
 
 
 def test_a_rerun_that_changes_nothing_writes_nothing_and_restarts_nothing(clean_node):
-    """The launch scripts are rendered on the controller and compared with the node's copies: an unchanged rerun
-    runs neither template task (each would cost two node calls) and restarts nothing."""
+    """The launch scripts are rendered on the controller and compared with the node's copies: the first deploy writes
+    each as it starts its process (one node call), an unchanged rerun writes and restarts nothing."""
     clean_node.sh("rm -f /var/lib/infera/sgl_mix/scripts/engine.sh /var/lib/infera/sgl_mix/scripts/router.sh")
     rc, out = deploy("-e", "conc=64")
     assert rc == 0, out[-3000:]
     rc, again = deploy("-e", "conc=64")
     assert rc == 0, again[-3000:]
-    assert "Render the launch script" in out, "the first deploy must write the launch scripts"
-    assert "Render the launch script" not in again, [line for line in again.splitlines() if "Render" in line]
-    assert "Start the engine detached" not in again and "Start the router detached" not in again, again[-3000:]
+    for started in ("SGLang worker | Write the launch script if it changed and start the engine detached",
+                    "Router | Write the launch script if it changed and start the router detached"):
+        assert started in out, f"the first deploy must write the launch scripts: {started!r} missing"
+        assert started not in again, again[-3000:]
+    # What was written is what the controller rendered: the rerun found both copies current.
+    for script in ("engine.sh", "router.sh"):
+        assert clean_node.sh(f"stat -c %a /var/lib/infera/sgl_mix/scripts/{script}").stdout.strip() == "644"
     assert re.search(r"infera-node-1\s+: ok=\d+\s+changed=0 ", again), again[-1500:]
     assert "variant per node: infera-node-1 nodp" in again and "engine restarted: False" in again, again[-2500:]
     # The node has the image: the container role's look saw it, so no pull (a node call) was made.
     assert "Container | Pull the engine image" not in again, again[-3000:]
+
+    # Check mode with --diff shows how the launch script would change and writes nothing (the start that would write
+    # it does not run in check mode).
+    script = "/var/lib/infera/sgl_mix/scripts/engine.sh"
+    before = clean_node.sh(f"sha1sum {script}").stdout
+    rc, checked = deploy("-e", "conc=64", "-e", "sglang_worker_cuda_graph_max_bs=160", "--check", "--diff")
+    assert rc == 0, checked[-3000:]
+    assert re.search(r"^-\s+--cuda-graph-max-bs 128 \\$", checked, re.M), checked[-3000:]
+    assert re.search(r"^\+\s+--cuda-graph-max-bs 160 \\$", checked, re.M), checked[-3000:]
+    assert clean_node.sh(f"sha1sum {script}").stdout == before
 
     # The node without the image's tag (its layers kept under another name): the look sees none and the
     # pull brings the tag back, the same image, so the container and the engine are left alone.
@@ -149,7 +163,8 @@ def test_a_router_that_never_answers_healthy_is_named_with_its_log(clean_node):
     assert rc != 0, out[-3000:]
     assert 'infera-node-1: stage router: /health did not answer {"status": "ok"} within 6 s' in out, out[-3000:]
     assert "Last lines:" in out and "ValueError: '/no/such/tokenizer': not a local path" in out, out[-3000:]
-    assert "SGLang worker | Start the engine detached" not in out, "a worker started behind a router that is down"
+    assert "SGLang worker | Write the launch script if it changed and start the engine" not in out, \
+        "a worker started behind a router that is down"
 
 
 def test_raising_capture_size_warns_about_memory(clean_node):

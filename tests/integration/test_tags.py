@@ -45,7 +45,7 @@ def test_deploy_tags_run_one_stage(prepared):
     assert "[SIMULATED engine]" in verify, verify[-3000:]
     assert "Container" not in stages_run(verify), stages_run(verify)
     # The worker's variant selection always runs (it validates conc); its start does not.
-    assert "SGLang worker | Render the launch script" not in verify
+    assert "SGLang worker | Write the launch script if it changed and start the engine" not in verify
 
 
 def test_sweep_skip_tags_sweep_prepares_only(prepared, tmp_path):

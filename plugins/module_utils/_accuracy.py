@@ -63,14 +63,21 @@ def last_number(text):
         return float(value)
 
 
-def smoke(ask, count, threshold, parallel=8):
-    """Ask `count` questions with ask(prompt) -> (reply text, error text or None), `parallel` at once.
+# The smoke's questions go all at once up to this many: one batch for the engine (20 short answers are far below its
+# capture sizes), so the smoke costs about one answer's time, not one per wave.
+MAX_PARALLEL = 32
+
+
+def smoke(ask, count, threshold, parallel=None):
+    """Ask `count` questions with ask(prompt) -> (reply text, error text or None), `parallel` at once (default: all of
+    them, at most MAX_PARALLEL).
 
     Returns questions, correct, accuracy (0..1), threshold, passed, errors (how many requests
     failed), wrong (up to 3 examples: question, expected, reply or error), wrong_text (them,
     one per line) and line (the result in words, for summaries and reports).
     """
     items = [question(index) for index in range(count)]
+    parallel = min(count, MAX_PARALLEL) if parallel is None else parallel
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, count or 1))) as pool:
         replies = list(pool.map(lambda item: ask(item[0]), items))
     correct, errors, wrong = 0, 0, []

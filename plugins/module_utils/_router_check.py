@@ -16,7 +16,7 @@ worker. The check has three steps, each polled every `poll` seconds up to its ow
    that many, including the worker when one is named (`timeout`).
 3. a temperature-0 chat completion through this router returns text (only when 2 passed).
 4. the accuracy smoke (_accuracy): `accuracy_questions` gsm8k-style questions through this
-   router, 8 at a time, the share answered right against `accuracy_threshold` (only when 3
+   router, all at once (at most 32), the share answered right against `accuracy_threshold` (only when 3
    returned text).
 
 Nothing here fails: the result says what each step saw and the caller words the failure.

@@ -22,7 +22,7 @@ description:
     (C(POST /v1/chat/completions)) goes through the router. Its reply is RV(completion).
   - Then, when O(accuracy_questions) is above 0 and the completion returned text, the accuracy smoke.
     O(accuracy_questions) gsm8k-style arithmetic word problems (the same ones every run) go through the router at
-    temperature 0, 8 at a time. The last number of each reply is compared with the right answer. RV(accuracy) says
+    temperature 0, all at once (at most 32 at a time). The last number of each reply is compared with the right answer. RV(accuracy) says
     how many were right and whether that share reaches O(accuracy_threshold). A worker can be fast and wrong (in
     InferenceX's history an expert-parallel config once scored 0 on gsm8k); its throughput figures are worthless.
   - The module never fails on what the routers answer. The caller words the failure from the result (the roles name

@@ -53,6 +53,29 @@ def test_right_answers_pass_and_are_asked_in_parallel():
     assert result["wrong_text"] == ""
 
 
+def test_by_default_every_question_is_asked_at_once_up_to_the_cap():
+    lock, active, peak = threading.Lock(), [0], [0]
+    together = [threading.Barrier(20, timeout=5)]
+
+    def ask(prompt):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        if together[0]:
+            together[0].wait()  # BrokenBarrierError unless all 20 are in flight together
+        else:
+            threading.Event().wait(0.3)
+        with lock:
+            active[0] -= 1
+        return solve(prompt), None
+
+    assert _accuracy.smoke(ask, 20, 0.8)["correct"] == 20
+    assert peak[0] == 20
+    peak[0], together[0] = 0, None
+    assert _accuracy.smoke(ask, 40, 0.8)["correct"] == 40
+    assert peak[0] == _accuracy.MAX_PARALLEL
+
+
 def test_fast_wrong_answers_fail_with_examples():
     result = _accuracy.smoke(lambda prompt: ("The answer is 7.", None), 20, 0.8)
     assert result["passed"] is False and result["correct"] < 16

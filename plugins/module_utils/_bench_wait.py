@@ -78,6 +78,7 @@ ROUTER_TIMEOUT = 10.0
 # engine's exit marker is written: give the marker this long before blaming the client.
 # The marker comes after Infera's wrapper has noticed the death (infera/engine/base.py polls its
 # engine every 1 s), revoked its etcd lease and exited; on a loaded node that took over 1.5 s.
+# An engine whose /health answers 200 meanwhile is alive: the client failed on its own, said at once.
 _ENGINE_EXIT_GRACE = 5.0
 
 # What sglang.bench_serving (0.4.10.post2) prints, in order: the warmup starts and ends on stdout,
@@ -335,12 +336,20 @@ class BenchPointWait:
             time.sleep(options.poll_interval)
 
     def _engine_exit_within(self, grace):
+        """The engine's exit code once its marker appears within grace; False when it does not, or at once when the
+        engine answers /health 200 (a live engine: the failure is the client's)."""
         give_up_at = time.time() + grace
         engine_code = self._engine_exit()
         while engine_code is False and time.time() < give_up_at:
+            if self._engine_answers(give_up_at - time.time()):
+                return self._engine_exit()
             time.sleep(0.1)
             engine_code = self._engine_exit()
         return engine_code
+
+    def _engine_answers(self, timeout):
+        url = self.options.engine_health_url
+        return bool(url) and _health.probe_health(url, max(0.1, timeout))[0] == 200
 
     def _engine_exit(self):
         """False while the engine exit file is absent, else the code in it (None if it holds none)."""

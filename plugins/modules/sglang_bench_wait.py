@@ -13,7 +13,10 @@ description:
     started detached inside the worker container (C(docker exec -d)) through a wrapper script. The wrapper writes into
     a host-mounted directory the client's C(--output-file) (O(output_file)), its log (O(log_path)) and, when the client
     exits, an exit file (O(exit_file)) holding the client's exit code. The module reads them from the node side.
-  - The point is done when O(exit_file) appears. Exit code 0 succeeds; any other code fails the task.
+  - The point is done when O(exit_file) appears. Exit code 0 succeeds; any other code fails the task. A client that
+    failed is blamed on the engine when the engine's exit file appears within 5 seconds (a client whose requests failed
+    because the engine died often exits first); an engine whose O(engine_health_url) answers 200 meanwhile is alive, and
+    the client's failure is reported at once.
   - With O(router_url) it also reads the workers the router serves the point with, and checks that the router still
     answers after the point.
   - The point is aborted when the worker dies. That is when the engine's own exit file (O(engine_exit_file)) appears,

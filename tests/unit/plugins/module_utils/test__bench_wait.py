@@ -70,7 +70,7 @@ def point(tmp_path):
 
 @pytest.fixture
 def short_engine_grace(monkeypatch):
-    """The grace a failed client gives the engine's exit file, cut from 1.5 s to 0.2 s for tests that never need it whole."""
+    """The grace a failed client gives the engine's exit file, cut from 5 s to 0.2 s for tests that never need it whole."""
     monkeypatch.setattr(_bench_wait, '_ENGINE_EXIT_GRACE', 0.2)
     return 0.2
 
@@ -270,6 +270,29 @@ def test_a_failed_client_is_reported_once_the_engine_grace_is_over(point, short_
     waiter.join(20)
     assert short_engine_grace <= time.time() - started < 20
     assert [error.details['rc'] for error in errors] == [1]
+
+
+def test_a_failed_client_beside_a_live_engine_is_reported_without_the_grace(point):
+    # The whole 5 s grace is in force: the engine's /health answering 200 says at once it is the client's failure.
+    assert _bench_wait._ENGINE_EXIT_GRACE >= 5.0
+    with open(point.exit_file, 'w') as handle:
+        handle.write('1\n')
+    with HealthServer(status=200) as health:
+        started = time.time()
+        message, details = failure(point.params(engine_health_url=health.url, health_interval=10))
+        took = time.time() - started
+    assert message.startswith('the bench client exited 1 during point c64 on node3')
+    assert details['rc'] == 1 and details['aborted'] is False
+    assert took < 2.0
+
+
+def test_a_failed_client_beside_an_engine_that_stopped_answering_waits_for_its_exit_marker(point):
+    later(0.1, point.exit_file, '1\n')
+    later(0.8, point.engine_exit, '137\n')
+    with HealthServer(status=503) as health:
+        message, details = failure(point.params(engine_health_url=health.url, health_interval=10, health_failures=99))
+    assert message.startswith('worker died during point c64 on node3'), message
+    assert details['cause'] == 'the engine exit file %s appeared (code 137)' % point.engine_exit
 
 
 def test_elapsed_is_counted_from_the_first_slice_in_tenths_of_a_second(point, monkeypatch):

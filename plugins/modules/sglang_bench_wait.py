@@ -171,8 +171,8 @@ options:
       - When the client exits 0, also return the texts of O(output_file) and O(log_path) in RV(files), so the controller
         can keep them without fetching them (a node call each).
       - A file larger than 4 MiB or not valid UTF-8 is left out of RV(files); fetch it.
-      - Like every task result, RV(files) is printed with C(-v): a sweep run with C(-v) shows each point's jsonl and
-        bench log in its output.
+      - Like every task result, RV(files) is printed with C(-v), so a sweep run with C(-v) shows each point's jsonl
+        and bench log in its output.
     type: bool
     default: false
 notes:

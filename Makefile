@@ -36,13 +36,14 @@ test-lint: bootstrap
 # Everything: unit and simulator tests first, alone (about 4 min: their waits run on real
 # clocks, and beside the integration tests, at a load of 20-30 on 2 cores, some lost races);
 # then lint + sanity and the rehearsal platform (walkthrough fidelity, deploy failure paths,
-# fleet, faults, molecule scenarios) in five pytest-xdist workers that share nothing: node 1's
-# tests, the fleet's (nodes 2-4), the fault matrix's (node 5), molecule's own nodes, and lint
-# (tests/conftest.py groups them). The platform comes up first, once, so no two workers build
-# it. TEST_WORKERS=0 runs the second part in one process too.
+# fleet, faults, molecule scenarios) in five pytest-xdist workers, over six groups that share
+# nothing: node 1's tests, the fleet's (nodes 2-4), the fault matrix's sweep cases (node 5), its
+# deploy cases and the secrets tests (node 6), molecule's own nodes, and lint (tests/conftest.py
+# groups them; the sixth group goes to the first worker nearly done). The platform comes up
+# first, once, so no two workers build it. TEST_WORKERS=0 runs the second part in one process too.
 TEST_WORKERS ?= 5
 test: bootstrap
-	@$(PLATFORM) up 5
+	@$(PLATFORM) up 6
 	python -m pytest -q -p no:cacheprovider -ra tests/unit tests/rehearsal/sim_tests
 	python -m pytest -q -p no:cacheprovider -ra --durations=60 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope) \
 	  tests/lint tests/integration

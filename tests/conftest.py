@@ -8,14 +8,17 @@ nothing a test changes:
   default etcd prefix /infera/workers/, its results);
 - ``fleet-nodes``: the fleet tests on nodes 2-4 (each on an etcd prefix of its own) and the
   etcd role's test (its own etcd container on node 2);
-- ``fault-node``: the fault matrix on node 5 (its own etcd prefix in the isolated topology, its
-  own etcd for the etcd cases);
+- ``fault-node``: the fault matrix's sweep cases on node 5 (its own etcd prefix in the isolated
+  topology, its own etcd for the etcd cases);
+- ``node-6``: the fault matrix's deploy cases and the secrets tests on node 6 (an etcd prefix of
+  its own);
 - ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create;
 - ``no-node``: unit, simulator and lint tests (free ports, temporary directories).
 
 The groups are xdist's scheduling units (a scheduler of our own below: xdist's ``loadgroup``
 renames test ids through an attribute pytest 9 no longer reads). They are collected longest
-first, so with five workers each group starts at once in a worker of its own.
+first; with five workers five groups start at once, and xdist hands the sixth to the first worker
+with two tests or fewer left to run.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ GROUPS = {
     'tests/integration/test_fleet_sweep.py': 'fleet-nodes',
     'tests/integration/test_etcd.py': 'fleet-nodes',
     'tests/integration/test_fault_matrix.py': 'fault-node',
+    'tests/integration/test_engine_faults.py': 'node-6',
+    'tests/integration/test_secrets.py': 'node-6',
     'tests/integration/test_molecule.py': 'own-nodes',
     'tests/integration/test_platform.py': 'own-nodes',
 }
-ORDER = ('node-1', 'fleet-nodes', 'fault-node', 'own-nodes', 'no-node')
+ORDER = ('fleet-nodes', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'no-node')
 
 
 def group_of(nodeid):

@@ -420,7 +420,8 @@ def _result(options, state, now, kind, exited):
         'elapsed': round(now - state['started_at'], 1),
         'started_at': state['started_at'],
         'log_tail': _node_files.tail_lines(state),
-        'log_bytes': max((state['log_size_seen'] or 0) - options.log_offset, 0),
+        # At least what was read: a line written between the poll's stat and its read is in the tail already.
+        'log_bytes': max(max(state['log_size_seen'] or 0, state['read_offset']) - options.log_offset, 0),
         'health_status': state['health']['status'],
         'worker_id': options.worker_id,
         'router_workers': state['registration']['listed'],

@@ -114,6 +114,27 @@ def failure(params):
 
 # ---------------------------------------------------------------- ready
 
+def test_log_bytes_count_a_line_written_between_the_stat_and_the_read(node, monkeypatch):
+    # The engine writes its ready line just after the poll's stat: the read sees it, and log_bytes counts it.
+    node.write(''.join(text for _delay, text in lines(*LAUNCH[:-1])))
+    real_stat = os.stat
+
+    def stat_then_write(path, *args, **kwargs):
+        info = real_stat(path, *args, **kwargs)
+        if path == node.log:
+            with open(node.log) as handle:
+                written = READY in handle.read()
+            if not written:
+                node.write(LAUNCH[-1] + '\n')
+        return info
+    monkeypatch.setattr(_readiness.os, 'stat', stat_then_write)
+    with HealthServer() as health:
+        result = wait_until_ready(node.params(health_url=health.url))
+    assert result['ready'] is True
+    assert result['log_tail'][-1].endswith(READY)
+    assert result['log_bytes'] == os.path.getsize(node.log)
+
+
 def test_progressive_launch_becomes_ready_with_phases(node):
     with HealthServer() as health:
         writer = Writer(node.log, lines(*LAUNCH))

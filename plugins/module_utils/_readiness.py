@@ -284,6 +284,9 @@ def _read_log(options, state, now):
 
         # The state is also the reading: its tail and offset go into the state file with the rest.
         _node_files.read_on(options.log_path, state, on_text)
+        # A line written between the stat and the read was read: the size seen is at least the offset read, so
+        # the result's log_bytes counts it and the next poll does not take it for growth again.
+        state['log_size_seen'] = max(state['log_size_seen'], state['read_offset'])
         grew = grew and bool(progressed)
     return grew
 
@@ -421,7 +424,7 @@ def _result(options, state, now, kind, exited):
         'started_at': state['started_at'],
         'log_tail': _node_files.tail_lines(state),
         # At least what was read: a line written between the poll's stat and its read is in the tail already.
-        'log_bytes': max(max(state['log_size_seen'] or 0, state['read_offset']) - options.log_offset, 0),
+        'log_bytes': max((state['log_size_seen'] or 0) - options.log_offset, 0),
         'health_status': state['health']['status'],
         'worker_id': options.worker_id,
         'router_workers': state['registration']['listed'],

@@ -135,6 +135,26 @@ def test_log_bytes_count_a_line_written_between_the_stat_and_the_read(node, monk
     assert result['log_bytes'] == os.path.getsize(node.log)
 
 
+def test_a_line_read_past_the_stat_is_growth_once(node, monkeypatch):
+    # The same race, one poll at a time: the size seen follows the read, so the next poll finds nothing new.
+    node.write(LAUNCH[0] + '\n')
+    options = _readiness._Options(node.params())
+    state = _readiness._fresh_state(options, time.time())
+    real_stat = os.stat
+    late = [LAUNCH[1] + '\n']
+
+    def stat_then_write(path, *args, **kwargs):
+        info = real_stat(path, *args, **kwargs)
+        if path == node.log and late:
+            node.write(late.pop())
+        return info
+    monkeypatch.setattr(_readiness.os, 'stat', stat_then_write)
+    assert _readiness._read_log(options, state, time.time()) is True
+    assert state['log_size_seen'] == state['read_offset'] == os.path.getsize(node.log)
+    assert state['stage'] == 'loading_weights'
+    assert _readiness._read_log(options, state, time.time()) is False
+
+
 def test_progressive_launch_becomes_ready_with_phases(node):
     with HealthServer() as health:
         writer = Writer(node.log, lines(*LAUNCH))

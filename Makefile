@@ -38,7 +38,7 @@ test-lint: bootstrap
 # then lint + sanity and the rehearsal platform (walkthrough fidelity, deploy failure paths,
 # fleet, faults, molecule scenarios) in five pytest-xdist workers, over six groups that share
 # nothing: node 1's tests, the fleet's (nodes 2-4), the fault matrix's sweep cases (node 5), its
-# deploy cases and the secrets tests (node 6), molecule's own nodes, and lint (tests/conftest.py
+# deploy cases, the secrets and Infera lifecycle tests (node 6), molecule's own nodes, and lint (tests/conftest.py
 # groups them; the sixth group goes to the first worker nearly done). The platform comes up
 # first, once, so no two workers build it. TEST_WORKERS=0 runs the second part in one process too.
 TEST_WORKERS ?= 5

@@ -10,8 +10,8 @@ nothing a test changes:
   etcd role's test (its own etcd container on node 2);
 - ``fault-node``: the fault matrix's sweep cases on node 5 (its own etcd prefix in the isolated
   topology, its own etcd for the etcd cases);
-- ``node-6``: the fault matrix's deploy cases and the secrets tests on node 6 (an etcd prefix of
-  its own);
+- ``node-6``: the fault matrix's deploy cases, the secrets tests and Infera's worker lifecycle
+  (ready once listed, drain on teardown) on node 6 (an etcd prefix of its own);
 - ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create;
 - ``no-node``: unit, simulator and lint tests (free ports, temporary directories).
 
@@ -30,6 +30,7 @@ GROUPS = {
     'tests/integration/test_fault_matrix.py': 'fault-node',
     'tests/integration/test_engine_faults.py': 'node-6',
     'tests/integration/test_secrets.py': 'node-6',
+    'tests/integration/test_infera_lifecycle.py': 'node-6',
     'tests/integration/test_molecule.py': 'own-nodes',
     'tests/integration/test_platform.py': 'own-nodes',
 }

@@ -3,22 +3,36 @@
 The router and the worker wrapper here are the real Infera (pinned); only the GPU engine
 under the wrapper is simulated. These tests prove what the collection assumes about them:
 a worker counts as ready once the router lists it, and a stop lets Infera deregister and
-drain before the engine goes.
+drain before the engine goes. On node 6 (tests/conftest.py: group node-6), beside node 1's deploy tests.
 """
 
 import json
 import time
 
-from rehearsal import router_workers, run_playbook
+import pytest
 
+from rehearsal import Node, platform_up, router_workers, run_playbook
+
+# The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
+NODE = "infera-node-6"
 CONTAINER = "sgl_mix"
 LOGS = "/var/lib/infera/sgl_mix/logs"
-# Long enough to still be generating when the teardown's SIGTERM arrives (simulated rate).
-DRAIN_TOKENS = 1500
+# The request in flight must outlast the teardown's way to its SIGTERM (ansible's start, the node's address, the
+# worker role's checks): more than 16 s on CI's loaded 2 cores, where a 17 s request (1500 tokens) had finished
+# before the drain's first look, which then logs nothing. 3500 tokens at one request in flight take about 40 s
+# at the simulated nodp rate (88 tokens/s); the drain may take up to DRAIN_TIMEOUT of it.
+DRAIN_TOKENS = 3500
+DRAIN_TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def node():
+    platform_up(6)
+    return Node(NODE)
 
 
 def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
-    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64")
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
     assert rc == 0, out[-3000:]
     worker_id = f"{clean_node.address}:30000"
     # The readiness wait returned only after registration: no polling needed here.
@@ -35,7 +49,8 @@ def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
 
 
 def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
-    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64")
+    drain = ("-e", f"sglang_worker_drain_timeout={DRAIN_TIMEOUT}")
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", *drain, limit=NODE)
     assert rc == 0, out[-3000:]
     body = json.dumps({"model": "/data/hf-cache/DeepSeek-V4-Pro", "prompt": "drain me", "max_tokens": DRAIN_TOKENS,
                        "ignore_eos": True, "temperature": 0})
@@ -45,7 +60,7 @@ def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
                   f"-d '{body}' >/tmp/drain.code 2>/tmp/drain.err &)")
     time.sleep(1)
     started = time.monotonic()
-    rc, out = run_playbook("teardown.yml")
+    rc, out = run_playbook("teardown.yml", *drain, limit=NODE)
     took = time.monotonic() - started
     assert rc == 0, out[-3000:]
 
@@ -53,8 +68,11 @@ def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
     completion = json.loads(clean_node.sh("cat /tmp/drain.json").stdout)
     assert completion["usage"]["completion_tokens"] == DRAIN_TOKENS
     log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
+    # Infera's drain logs "engine idle" only when it saw the request in flight (drain.py: peak > 0).
+    assert "drain: engine idle" in log, f"the drain never saw the request in flight; teardown took {took:.0f} s:\n" \
+        + "\n".join(log.splitlines()[-15:])
     revoked = log.index(f"deregistered worker {clean_node.address}:30000")
     drained = log.index("drain: engine idle")
     assert revoked < drained, "Infera deregisters first, then drains"
     assert "1 request(s) completed" in log[drained:]
-    assert took < 30 + 60, f"teardown took {took:.0f} s"
+    assert took < DRAIN_TIMEOUT + 60, f"teardown took {took:.0f} s"

@@ -13,12 +13,16 @@ nothing a test changes:
 - ``node-6``: the fault matrix's deploy cases, the secrets tests and Infera's worker lifecycle
   (ready once listed, drain on teardown) on node 6 (an etcd prefix of its own);
 - ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create;
-- ``no-node``: unit, simulator and lint tests (free ports, temporary directories).
+- ``lint``: ansible-lint and ansible-test sanity (the repository, read only);
+- ``no-node``: unit and simulator tests (free ports, temporary directories).
+
+``make test`` runs ``no-node`` beside ``lint`` and node 1's early tests (the Makefile's EARLY) in two
+workers first, on the core the unit tests leave idle, then the five node groups in five workers.
 
 The groups are xdist's scheduling units (a scheduler of our own below: xdist's ``loadgroup``
-renames test ids through an attribute pytest 9 no longer reads). They are collected longest
-first; with five workers five groups start at once, and xdist hands the sixth to the first worker
-with two tests or fewer left to run.
+renames test ids through an attribute pytest 9 no longer reads). xdist starts the groups with
+the most tests first, one per worker, and hands a group left over (node 1's early tests, in the
+first part) to the first worker with two tests or fewer left to run.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ GROUPS = {
     'tests/integration/test_molecule.py': 'own-nodes',
     'tests/integration/test_platform.py': 'own-nodes',
 }
-ORDER = ('fleet-nodes', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'no-node')
+ORDER = ('fleet-nodes', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'lint', 'no-node')
 
 
 def group_of(nodeid):
@@ -42,7 +46,9 @@ def group_of(nodeid):
     path = nodeid.split('::', 1)[0]
     if path in GROUPS:
         return GROUPS[path]
-    return 'node-1' if path.startswith('tests/integration/') else 'no-node'
+    if path.startswith('tests/integration/'):
+        return 'node-1'
+    return 'lint' if path.startswith('tests/lint/') else 'no-node'
 
 
 def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument

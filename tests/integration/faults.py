@@ -258,11 +258,22 @@ def engine_killed_mid_sweep(node, results_dir):
     return row
 
 
-def rerun_outcome(node, results_dir, run_id, extra=None):
+def rerun_outcome(node, results_dir, run_id, extra=None, when=None):
     """Rerun the same run_id: (outcome line, output). The line says the rerun's rc, every point's status in the
-    manifest, and how many lines c16's jsonl holds (1: measured once, nothing appended twice)."""
+    manifest, and how many lines c16's jsonl holds (1: measured once, nothing appended twice). when: (text, action),
+    action() is called once, as soon as the rerun prints a line containing text."""
     rerun = sweep_process(node, {**sweep_settings(run_id, results_dir), **(extra or {})})
-    output = rerun.communicate(timeout=900)[0]
+    deadline, lines = time.monotonic() + 900, []
+    for line in rerun.stdout:
+        lines.append(line)
+        if when and when[0] in line:
+            when[1]()
+            when = None
+        if time.monotonic() > deadline:
+            rerun.kill()
+            break
+    rerun.wait(timeout=60)
+    output = "".join(lines)
     points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
     jsonl = results_dir / run_id / node.name / "mix_c16.jsonl"
     lines = len(jsonl.read_text().splitlines()) if jsonl.exists() else 0
@@ -465,21 +476,30 @@ def bench_client_killed_then_interrupted(node, results_dir):
     measured; the play reports the point. 12: the rerun is interrupted (SIGINT to the controller's process group, as
     Ctrl-C in a terminal) while c16 is measured again, which leaves that client running on the node. The next rerun
     must keep c4 (resumed), stop the leftover client, and run c16 once: one line in its jsonl, each point once in the
-    manifest. Returns the two Rows."""
-    # A longer c16 (10 waves, ~75 s): the client left running by the interrupted run must outlive the rerun's
-    # way to its point.
-    longer = {"sweep_prompts_per_conc": 10}
+    manifest. Returns the two Rows.
+
+    The leftover client is paused (SIGSTOP, just before the interrupt) until the rerun says c4 is done, then resumed: it is
+    still running when the rerun starts c16 however slow the machine is (on a loaded one it had finished before the
+    rerun got there, and the case tested nothing)."""
+    # 6 waves at c16 (~35 s): after its resume the leftover outlives the rerun's few tasks from c4's line to c16.
+    longer = {"sweep_prompts_per_conc": 6}
+    client = "'sglang[.]bench_serving.*--max-concurrency 16 '"
     killed, run_id = kill_mid_sweep(node, results_dir, "11. the bench client dies mid-point",
-                                    "pkill -KILL -f 'sglang[.]bench_serving.*--max-concurrency 16 '", "during point c16",
-                                    extra=longer)
+                                    f"pkill -KILL -f {client}", "during point c16", extra=longer)
 
     def interrupt(process):
+        node.sh(f"pkill -STOP -f {client}", check=False)  # first, so the SIGINT's report comes after the kill's stamp
         os.killpg(process.pid, signal.SIGINT)
 
     interrupted, _run_id = kill_mid_sweep(node, results_dir, "12. the controller is interrupted (SIGINT) mid-sweep",
                                           interrupt, "User interrupted execution", run_id=run_id, extra=longer)
-    leftover = node.sh("pgrep -f 'sglang[.]bench_serving.*--max-concurrency 16 '", check=False).returncode == 0
-    outcome, output = rerun_outcome(node, results_dir, run_id, extra=longer)
+    leftover = node.sh(f"pgrep -f {client}", check=False).returncode == 0
+
+    def resume():
+        node.sh(f"pkill -CONT -f {client}", check=False)
+
+    outcome, output = rerun_outcome(node, results_dir, run_id, extra=longer, when=("point 1/2 c4 nodp done", resume))
+    resume()  # never leave it paused, whatever the rerun printed
     bench_log = results_dir / run_id / node.name / "bench-c16.log"
     stopped = bench_log.exists() and "stopped a bench client left running" in bench_log.read_text(errors="replace")
     killed.results_kept += "; " + outcome

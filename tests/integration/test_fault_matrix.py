@@ -12,19 +12,16 @@ import time
 
 import pytest
 
+from conftest import node_fixture, node_name
 from faults import (bench_client_killed_then_interrupted, engine_killed_mid_sweep, etcd_cases, report_time_cases,
                     results_disk_full, router_crashed_mid_sweep)
-from rehearsal import Node, platform_up, router_workers
+from rehearsal import router_workers
 
 # A node of the matrix's own (tests/conftest.py: group fault-node), so it runs beside node 1's tests; the rehearsal
 # inventory's isolated topology gives it an etcd prefix of its own.
-NODE = "infera-node-5"
+NODE = node_name(5)
 
-
-@pytest.fixture(scope="module")
-def node():
-    platform_up(5)
-    return Node(NODE)
+node = node_fixture(5)
 
 
 def test_an_engine_killed_mid_sweep_aborts_the_point_keeps_the_earlier_one_and_leaves_the_router(node, tmp_path):
@@ -66,12 +63,12 @@ def test_a_killed_bench_client_and_an_interrupted_controller_leave_the_point_to_
     # 11: the play names the point the client died in; c4 stays valid.
     assert killed.detected_after is not None, killed.output[-4000:]
     assert NODE in killed.message and "c16" in killed.message, killed.message
-    assert killed.results_kept == "1 of 1 earlier point; " + rerun, killed.output[-4000:]
+    assert killed.results_kept == "1 of 1 earlier point; " + rerun, (killed.results_kept, killed.output[-4000:])
     # 12: Ctrl-C stops the play (the client it started runs on); c4 stays valid; the rerun stops the leftover
     # client before c16 runs again, so c16 is measured once and no point is lost or duplicated.
     assert interrupted.rc != 0 and interrupted.detected_after is not None, interrupted.output[-4000:]
     assert interrupted.results_kept == ("1 of 1 earlier point; client left running on the node: yes, stopped by the "
-                                        "rerun: yes; " + rerun), interrupted.output[-4000:]
+                                        "rerun: yes; " + rerun), (interrupted.results_kept, interrupted.output[-4000:])
 
 
 def test_a_router_crash_mid_sweep_marks_the_point_keeps_the_earlier_one_and_a_rerun_resumes(node, tmp_path):

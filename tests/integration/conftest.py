@@ -1,16 +1,29 @@
-"""Fixtures shared by the tests that run on the rehearsal platform's first node."""
+"""Fixtures shared by the tests on the rehearsal platform's nodes (node 1 unless a module says another)."""
 
 import pytest
 
 from rehearsal import Node, platform_up
 
-NODE = "infera-node-1"
+
+def node_name(index):
+    """The platform's node `index` (1-based), as the rehearsal inventory names it."""
+    return f"infera-node-{index}"
 
 
-@pytest.fixture(scope="module")
-def node():
-    platform_up(1)
-    return Node(NODE)
+def node_fixture(index):
+    """A module-scoped `node` fixture on the platform's node `index`: node 1 here for every module; a module whose
+    group (tests/conftest.py) owns another node sets `node = node_fixture(i)` and overrides it."""
+
+    @pytest.fixture(scope="module", name="node")
+    def _node():
+        platform_up(index)
+        return Node(node_name(index))
+
+    return _node
+
+
+NODE = node_name(1)
+node = node_fixture(1)
 
 
 @pytest.fixture

@@ -7,18 +7,15 @@ benchmarks/fault_matrix prints the same cases with their measured detection time
 
 import pytest
 
+from conftest import node_fixture, node_name
 from faults import ENGINE_FAULTS, engine_fault, port_held, stale_container
-from rehearsal import Node, platform_up, router_workers
+from rehearsal import router_workers
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/): no other
 # node's router lists its worker, nor its router theirs.
-NODE = "infera-node-6"
+NODE = node_name(6)
 
-
-@pytest.fixture(scope="module")
-def node():
-    platform_up(6)
-    return Node(NODE)
+node = node_fixture(6)
 
 
 @pytest.mark.parametrize("spec", ENGINE_FAULTS, ids=[spec.fault for spec in ENGINE_FAULTS])

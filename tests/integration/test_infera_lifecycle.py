@@ -9,12 +9,11 @@ drain before the engine goes. On node 6 (tests/conftest.py: group node-6), besid
 import json
 import time
 
-import pytest
-
-from rehearsal import Node, platform_up, router_workers, run_playbook
+from conftest import node_fixture, node_name
+from rehearsal import router_workers, run_playbook
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
-NODE = "infera-node-6"
+NODE = node_name(6)
 CONTAINER = "sgl_mix"
 LOGS = "/var/lib/infera/sgl_mix/logs"
 # The request in flight must outlast the teardown's way to its SIGTERM (ansible's start, the node's address, the
@@ -24,11 +23,7 @@ LOGS = "/var/lib/infera/sgl_mix/logs"
 DRAIN_TOKENS = 3500
 DRAIN_TIMEOUT = 60
 
-
-@pytest.fixture(scope="module")
-def node():
-    platform_up(6)
-    return Node(NODE)
+node = node_fixture(6)
 
 
 def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):

@@ -7,18 +7,13 @@ group node-6), beside node 1's deploy tests.
 import json
 import subprocess
 
-import pytest
-
-from rehearsal import Node, platform_up, run_playbook
+from conftest import node_fixture, node_name
+from rehearsal import run_playbook
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
-NODE = "infera-node-6"
+NODE = node_name(6)
 
-
-@pytest.fixture(scope="module")
-def node():
-    platform_up(6)
-    return Node(NODE)
+node = node_fixture(6)
 
 
 def test_hf_token_reaches_the_engine_but_is_never_printed(clean_node):

@@ -263,9 +263,9 @@ def rerun_outcome(node, results_dir, run_id, extra=None, when=None):
     manifest, and how many lines c16's jsonl holds (1: measured once, nothing appended twice). when: (text, action),
     action() is called once, as soon as the rerun prints a line containing text."""
     rerun = sweep_process(node, {**sweep_settings(run_id, results_dir), **(extra or {})})
-    deadline, lines = time.monotonic() + 900, []
+    deadline, printed = time.monotonic() + 900, []
     for line in rerun.stdout:
-        lines.append(line)
+        printed.append(line)
         if when and when[0] in line:
             when[1]()
             when = None
@@ -273,7 +273,7 @@ def rerun_outcome(node, results_dir, run_id, extra=None, when=None):
             rerun.kill()
             break
     rerun.wait(timeout=60)
-    output = "".join(lines)
+    output = "".join(printed)
     points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
     jsonl = results_dir / run_id / node.name / "mix_c16.jsonl"
     lines = len(jsonl.read_text().splitlines()) if jsonl.exists() else 0

@@ -40,7 +40,8 @@ test-lint: bootstrap
 # platform's tests (walkthrough fidelity, deploy failure paths, fleet, faults, molecule
 # scenarios) in five pytest-xdist workers, over five groups that share nothing: node 1's tests,
 # the fleet's (nodes 2-4), the fault matrix's sweep cases (node 5), its deploy cases, the secrets
-# and Infera lifecycle tests (node 6), and molecule's own nodes (tests/conftest.py groups them).
+# and Infera lifecycle tests (node 6), and molecule's own nodes with the etcd role's test (node 7)
+# (tests/conftest.py groups them).
 # The platform comes up first, once, so no two workers build it. TEST_WORKERS=0 runs each part
 # in one process.
 TEST_WORKERS ?= 5
@@ -51,7 +52,7 @@ EARLY := tests/integration/test_walkthrough_fidelity.py \
   tests/integration/test_walkthrough_conformance.py tests/integration/test_tags.py \
   tests/integration/test_preflight.py
 test: bootstrap
-	@$(PLATFORM) up 6
+	@$(PLATFORM) up 7
 	python -m pytest -q -p no:cacheprovider -ra --durations=10 \
 	  $(if $(filter 0,$(TEST_WORKERS)),,-n 2 --dist loadscope) \
 	  tests/unit tests/rehearsal/sim_tests tests/lint $(EARLY)

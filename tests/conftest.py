@@ -6,13 +6,13 @@ nothing a test changes:
 
 - ``node-1``: the tests on the rehearsal platform's first node (its worker container, the
   default etcd prefix /infera/workers/, its results);
-- ``fleet-nodes``: the fleet tests on nodes 2-4 (each on an etcd prefix of its own) and the
-  etcd role's test (its own etcd container on node 2);
+- ``fleet-nodes``: the fleet tests on nodes 2-4 (each on an etcd prefix of its own);
 - ``fault-node``: the fault matrix's sweep cases on node 5 (its own etcd prefix in the isolated
   topology, its own etcd for the etcd cases);
 - ``node-6``: the fault matrix's deploy cases, the secrets tests and Infera's worker lifecycle
   (ready once listed, drain on teardown) on node 6 (an etcd prefix of its own);
-- ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create;
+- ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create, and the
+  etcd role's test (its own etcd container on node 7, which no other test uses);
 - ``lint``: ansible-lint and ansible-test sanity (the repository, read only);
 - ``no-node``: unit and simulator tests (free ports, temporary directories).
 
@@ -30,13 +30,13 @@ from __future__ import annotations
 GROUPS = {
     'tests/integration/test_fleet.py': 'fleet-nodes',
     'tests/integration/test_fleet_sweep.py': 'fleet-nodes',
-    'tests/integration/test_etcd.py': 'fleet-nodes',
     'tests/integration/test_fault_matrix.py': 'fault-node',
     'tests/integration/test_engine_faults.py': 'node-6',
     'tests/integration/test_secrets.py': 'node-6',
     'tests/integration/test_infera_lifecycle.py': 'node-6',
     'tests/integration/test_molecule.py': 'own-nodes',
     'tests/integration/test_platform.py': 'own-nodes',
+    'tests/integration/test_etcd.py': 'own-nodes',
 }
 ORDER = ('fleet-nodes', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'lint', 'no-node')
 

@@ -1,8 +1,10 @@
 """playbooks/etcd.yml on a rehearsal node: the fleet's etcd in a container, its data on the node.
 
-The node is infera-node-2 (a fleet test node: tests/conftest.py runs this file in the fleet's
-group), so the first node's worker container and the platform's own etcd on the host (which
-the other tests use) are left alone. The image is the platform's real
+The node is infera-node-7, a node of this file's own (tests/conftest.py: group own-nodes, beside
+molecule's scenarios): it ran on the fleet's node 2, in the fleet's group, the suite's longest,
+whose tail ran alone on the two cores. No other test uses node 7, so the first node's worker
+container, the fleet's nodes and the platform's own etcd on the host (which the other tests use)
+are left alone. The image is the platform's real
 etcd (Debian's etcd-server, ETCD_IMG in platform.env; quay.io is not reachable from CI),
 which inventories/rehearsal/group_vars/mi355x.yml hands to the role as etcd_image. Keys are
 written and read through etcd's v3 HTTP gateway (base64 keys and values), which both
@@ -17,9 +19,11 @@ import time
 
 import pytest
 
+from conftest import node_name
 from rehearsal import Node, platform_up, run_playbook
 
-NODE = "infera-node-2"
+NODE_INDEX = 7
+NODE = node_name(NODE_INDEX)
 CONTAINER = "infera-etcd"
 DATA_DIR = "/var/lib/infera/etcd"
 LOCAL = "http://127.0.0.1:2379"
@@ -81,14 +85,14 @@ def remove_etcd(node):
 
 @pytest.fixture(scope="module")
 def settings():
-    settings = platform_up(3)
+    settings = platform_up(NODE_INDEX)
     assert settings.get("ETCD_IMG"), f"platform.env has no ETCD_IMG: {settings}"
     return settings
 
 
 @pytest.fixture
 def node(settings):
-    """infera-node-2 without an etcd container or data, before and after the test."""
+    """The node without an etcd container or data, before and after the test."""
     node = Node(NODE)
     remove_etcd(node)
     yield node
@@ -169,9 +173,10 @@ def test_another_etcd_on_the_port_is_named_not_taken_for_this_one(node, settings
 
 
 def test_more_than_one_host_is_refused_before_anything_changes(node):
-    rc, out = run_playbook("etcd.yml", "-e", "infera_etcd_hosts=infera-node-2,infera-node-3",
-                           limit="infera-node-2,infera-node-3", timeout=300)
+    # The other host is node 6 (another group's): the refusal runs on the controller and reaches no node.
+    hosts = f"{node_name(6)},{NODE}"
+    rc, out = run_playbook("etcd.yml", "-e", f"infera_etcd_hosts={hosts}", limit=hosts, timeout=300)
     assert rc != 0
-    assert "2 hosts matched (infera-node-2, infera-node-3): this playbook runs one single-member etcd" in flat(out), \
+    assert f"2 hosts matched ({node_name(6)}, {NODE}): this playbook runs one single-member etcd" in flat(out), \
         out[-3000:]
     assert not container_exists(node)

@@ -39,7 +39,10 @@ def fleet():
     # The fleet's own prefix for the whole module (moving a serving fleet to another prefix is
     # not a rolling change: its routers would see two half fleets).
     prefix = f"/infera/test-fleet-{time.time_ns()}/"
-    yield settings, nodes, prefix
+    # What every node serves after a test that proved it (its asserts passed): the next test starts from
+    # there without a no-op deploy of three nodes; alone, or after a failed test, it deploys first.
+    served = {"variant": None}
+    yield settings, nodes, prefix, served
     for node in nodes:
         node.remove_worker_container()
 
@@ -51,12 +54,22 @@ def deploy(prefix, conc):
     return " ".join(out.split())
 
 
+def fleet_serving(prefix, served, conc, variant):
+    """The fleet serving `variant` (picked by conc): as the test before left it, else deployed now."""
+    if served["variant"] != variant:
+        served["variant"] = None
+        text = deploy(prefix, conc)
+        assert f"variant per node: {', '.join(f'{name} {variant}' for name in NODES)}" in text, text[-3000:]
+        served["variant"] = variant
+
+
 def engine_launches(node):
     return node.in_container("sgl_mix", "ls /var/lib/infera/sgl_mix/logs/ | grep -c '^engine-' || true").stdout.strip()
 
 
 def test_rolling_switch_under_load_fails_no_request(fleet):
-    settings, nodes, prefix = fleet
+    settings, nodes, prefix, served = fleet
+    served["variant"] = None
 
     first = deploy(prefix, 64)
     assert "fleet: 3/3 nodes ready (serving topology)" in first, first[-3000:]
@@ -103,14 +116,16 @@ def test_rolling_switch_under_load_fails_no_request(fleet):
         assert switched.find(task + "]") < switched.find("Send SIGTERM to the worker wrapper"), (task, switched[-3000:])
     # The image was there: no pull, on no node.
     assert not re.search(r"Container \| Pull the engine image the node does not have\] \**\s*(ok|changed):", switched)
+    served["variant"] = "dp"
 
 
 def test_a_failing_node_stops_the_rollout_and_a_rerun_finishes_it(fleet):
     """After the switch above every node serves dp. Back to nodp, with node 2's next engine crashing while
     loading weights: the rollout stops at node 2 (budget 0), says which node runs what, and the nodes it did
     not reach keep serving; the same command without the fault finishes the job."""
-    nodes, prefix = fleet[1:]
-    deploy(prefix, 256)  # all dp: after the test above nothing restarts; alone, a first deploy
+    _settings, nodes, prefix, served = fleet
+    fleet_serving(prefix, served, 256, "dp")  # as the test above leaves it; alone, a first deploy
+    served["variant"] = None
     faulty_env = ("{{ {'INFERA_SIM_TIME_SCALE': '0.05'} | combine({'INFERA_SIM_FAULT': 'crash_weight_load'}"
                   " if inventory_hostname == 'infera-node-3' else {}) }}")
     rc, out = run_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": 64, "infera_fleet_etcd_prefix": prefix,
@@ -137,6 +152,7 @@ def test_a_failing_node_stops_the_rollout_and_a_rerun_finishes_it(fleet):
     again = deploy(prefix, 64)
     assert re.search(r"variant per node: (infera-node-\d nodp(, )?){3}", again), again[-3000:]
     assert "fleet: 3/3 nodes ready" in again, again[-3000:]
+    served["variant"] = "nodp"
 
 
 def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_budget(fleet):
@@ -144,9 +160,12 @@ def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_bu
     (SIGKILL: no drain, no lease revoke) as soon as node 1's new engine starts. Node 1 finishes with node 2's
     router left out of its checks, node 2 is reported lost at its turn, node 3 still switches, the run fails
     naming node 2, and the routers drop node 2's worker once its etcd lease expires."""
-    nodes, prefix = fleet[1:]
+    _settings, nodes, prefix, served = fleet
+    fleet_serving(prefix, served, 64, "nodp")  # as the test above leaves it; alone, a first deploy
+    served["variant"] = None
     try:
-        row = faults.node_lost_mid_rollout(nodes, prefix, budget=34)  # shared with benchmarks/fault_matrix
+        # Shared with benchmarks/fault_matrix, which deploys nodp first; here the fleet already serves it.
+        row = faults.node_lost_mid_rollout(nodes, prefix, budget=34, serving_nodp=True)
         text = " ".join(row.output.split())
         assert row.detected_after is not None, "node 2 was never killed or never reported: " + text[-3000:]
         assert row.rc != 0, text[-3000:]

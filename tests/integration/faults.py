@@ -97,20 +97,34 @@ class Row:
     rc: int = 0
 
 
-def stamped_playbook(playbook, *extra, limit, env=None, timeout=900):
-    """ansible-playbook like rehearsal.run_playbook, with each output line stamped as it arrives: (rc, [(time, line)])."""
-    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-                "PYTHONUNBUFFERED": "1", **(env or {})}
-    process = subprocess.Popen(["ansible-playbook", f"playbooks/{playbook}", "--limit", limit, *extra], cwd=REPO,
-                               env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
-    deadline = time.monotonic() + timeout
+def playbook_env(env=None):
+    """The environment ansible-playbook runs in here: rehearsal.run_playbook's, unbuffered, plus env."""
+    return {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+            "PYTHONUNBUFFERED": "1", **(env or {})}
+
+
+def playbook_process(playbook, *extra, limit, env=None):
+    """ansible-playbook in a session of its own, as a terminal runs it (a Ctrl-C reaches the whole group)."""
+    return subprocess.Popen(["ansible-playbook", f"playbooks/{playbook}", "--limit", limit, *extra], cwd=REPO,
+                            env=playbook_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                            start_new_session=True)
+
+
+def stamped_playbook(playbook, *extra, limit, env=None, timeout=900, when=None):
+    """ansible-playbook (playbook_process), each output line stamped as it arrives: (rc, [(time, line)]). when: (text,
+    action): action() is called once, as soon as a line contains text. Past timeout, silent or not, the run's whole
+    process group is killed."""
+    process = playbook_process(playbook, *extra, limit=limit, env=env)
     lines = []
-    for line in process.stdout:
-        lines.append((time.time(), line.rstrip("\n")))
-        if time.monotonic() > deadline:
-            process.kill()
-            break
-    return process.wait(), lines
+    reader = _Reader(process.stdout, lines, when)
+    reader.start()
+    try:
+        rc = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        rc = process.wait()
+    reader.join()
+    return rc, lines
 
 
 def watch(node, marks, seconds=600, logs=ENGINE_LOGS, **options):
@@ -207,12 +221,8 @@ def sweep_settings(run_id, results_dir):
 
 
 def sweep_process(node, settings):
-    """ansible-playbook sweep.yml in a session of its own, as a terminal runs it (a Ctrl-C reaches the whole group)."""
-    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-                "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(["ansible-playbook", "playbooks/sweep.yml", "--limit", node.name, "-e", json.dumps(settings)],
-                            cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                            start_new_session=True)
+    """ansible-playbook sweep.yml on the node with settings (playbook_process)."""
+    return playbook_process("sweep.yml", "-e", json.dumps(settings), limit=node.name)
 
 
 def manifest_points(results_dir, run_id, host):
@@ -260,26 +270,16 @@ def engine_killed_mid_sweep(node, results_dir):
 
 def rerun_outcome(node, results_dir, run_id, extra=None, when=None):
     """Rerun the same run_id: (outcome line, output). The line says the rerun's rc, every point's status in the
-    manifest, and how many lines c16's jsonl holds (1: measured once, nothing appended twice). when: (text, action),
-    action() is called once, as soon as the rerun prints a line containing text."""
-    rerun = sweep_process(node, {**sweep_settings(run_id, results_dir), **(extra or {})})
-    deadline, printed = time.monotonic() + 900, []
-    for line in rerun.stdout:
-        printed.append(line)
-        if when and when[0] in line:
-            when[1]()
-            when = None
-        if time.monotonic() > deadline:
-            rerun.kill()
-            break
-    rerun.wait(timeout=60)
-    output = "".join(printed)
+    manifest, and how many lines c16's jsonl holds (1: measured once, nothing appended twice). when: as
+    stamped_playbook's."""
+    rc, lines = stamped_playbook("sweep.yml", "-e", json.dumps({**sweep_settings(run_id, results_dir), **(extra or {})}),
+                                 limit=node.name, when=when)
     points = [(point["conc"], point["status"]) for point in manifest_points(results_dir, run_id, node.name)]
     jsonl = results_dir / run_id / node.name / "mix_c16.jsonl"
-    lines = len(jsonl.read_text().splitlines()) if jsonl.exists() else 0
-    outcome = "rerun %s: %s; c16 jsonl %d line(s)" % ("ok" if rerun.returncode == 0 else "rc %d" % rerun.returncode,
-                                                      ", ".join("c%d %s" % point for point in points), lines)
-    return outcome, output
+    count = len(jsonl.read_text().splitlines()) if jsonl.exists() else 0
+    outcome = "rerun %s: %s; c16 jsonl %d line(s)" % ("ok" if rc == 0 else "rc %d" % rc,
+                                                      ", ".join("c%d %s" % point for point in points), count)
+    return outcome, "\n".join(line for _stamp, line in lines)
 
 
 ROUTER = "^python -m infera[.]server "
@@ -511,15 +511,18 @@ def bench_client_killed_then_interrupted(node, results_dir):
 
 
 class _Reader(threading.Thread):
-    """Stamp each line of a stream as it arrives."""
+    """Stamp each line of a stream as it arrives; when: (text, action), action() once, at the first line with text."""
 
-    def __init__(self, stream, lines):
+    def __init__(self, stream, lines, when=None):
         super().__init__(daemon=True)
-        self.stream, self.lines = stream, lines
+        self.stream, self.lines, self.when = stream, lines, when
 
     def run(self):
         for line in self.stream:
             self.lines.append((time.time(), line.rstrip("\n")))
+            if self.when and self.when[0] in line:
+                action, self.when = self.when[1], None
+                action()
 
 
 # ---------------------------------------------------------------- a stale worker container

@@ -7,6 +7,14 @@ import socketserver
 import threading
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 64
+
+
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    request_queue_size = 64
+
+
 class LocalServer:
     """A threaded HTTP server answering each GET with `self.answer(path)` -> (status, body bytes), each POST with
     `self.answer_post(path, body)`.
@@ -40,11 +48,14 @@ class LocalServer:
             def log_message(self, *args):
                 pass
 
+        # A listen backlog of 64, not socketserver's 5: the accuracy smoke opens 20 connections at once, and on a
+        # loaded machine the accept loop fell behind, the SYNs over 5 were dropped and retried after 1 s and 3 s,
+        # and two requests outlived their timeout (CI: 19 of 21 POSTs arrived). Real routers listen with more.
         if unix_socket:
-            self.server = socketserver.ThreadingUnixStreamServer(unix_socket, Handler)
+            self.server = _UnixServer(unix_socket, Handler)
             self.address = unix_socket
         else:
-            self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+            self.server = _Server(('127.0.0.1', 0), Handler)
             self.address = '127.0.0.1:%d' % self.server.server_address[1]
         # Polled for shutdown every 0.05 s instead of 0.5 s: each test with a server ends that much sooner.
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)

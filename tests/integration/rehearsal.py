@@ -18,8 +18,24 @@ WALKTHROUGH = REPO / "docs" / "reference" / "sglang-mixed-dsv4-pro-mi355x.txt"
 
 
 def platform_up(nodes=1):
-    """Bring the platform up (idempotent) and return its settings as a dict."""
+    """Bring the platform up with nodes 1..`nodes` (idempotent) and return its settings as a dict.
+
+    It starts again any of those nodes that is down: a test group that owns one node calls node_up instead, or it
+    would bring back a node another group's test killed on purpose (test_fleet's lost node)."""
     subprocess.run([str(PLATFORM), "up", str(nodes)], check=True)
+    return _settings()
+
+
+def node_up(*names):
+    """Bring the platform's services and the nodes `names` up (idempotent) and return the settings as a dict.
+
+    For a test group that owns nodes: `make test` brought every node up before the groups began, and the groups
+    run at once, so a group touches no node but its own."""
+    subprocess.run([str(PLATFORM), "node-up", *names], check=True)
+    return _settings()
+
+
+def _settings():
     out = subprocess.run([str(PLATFORM), "env"], check=True, capture_output=True, text=True).stdout
     settings = {}
     for line in out.splitlines():

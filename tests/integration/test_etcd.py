@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import node_name
-from rehearsal import Node, platform_up, run_playbook
+from rehearsal import Node, node_up, run_playbook
 
 NODE_INDEX = 7
 NODE = node_name(NODE_INDEX)
@@ -85,7 +85,7 @@ def remove_etcd(node):
 
 @pytest.fixture(scope="module")
 def settings():
-    settings = platform_up(NODE_INDEX)
+    settings = node_up(NODE)  # this node alone (conftest.node_fixture says why)
     assert settings.get("ETCD_IMG"), f"platform.env has no ETCD_IMG: {settings}"
     return settings
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 import faults
-from rehearsal import Node, platform_up, router_workers, run_playbook
+from rehearsal import Node, node_up, router_workers, run_playbook
 
 # The fleet's nodes 1-3 are the platform's infera-node-2..4: infera-node-1 runs the single-node tests
 # at the same time (tests/conftest.py), on the default etcd prefix this fleet does not use.
@@ -32,7 +32,7 @@ LOAD = ("cd /tmp && rm -f fleet-load.jsonl fleet-load.stop fleet-load.done; "
 
 @pytest.fixture(scope="module")
 def fleet():
-    settings = platform_up(4)
+    settings = node_up(*NODES)  # the fleet's nodes alone (conftest.node_fixture says why)
     nodes = [Node(name) for name in NODES]
     for node in nodes:
         node.remove_worker_container()
@@ -195,4 +195,4 @@ def test_a_node_lost_mid_rollout_is_reported_and_the_rest_finishes_within_the_bu
         assert all(len(workers) == 2 for workers in listed.values()), listed
         assert not any(worker.startswith(nodes[1].address + ":") for workers in listed.values() for worker in workers), listed
     finally:
-        platform_up(4)  # a fresh node 2 for the tests after this one
+        node_up(*NODES)  # a fresh node 2 for the tests after this one

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from rehearsal import REPO, Node, platform_up, run_playbook
+from rehearsal import REPO, Node, node_up, run_playbook
 
 # The fleet's nodes 1-3 are the platform's infera-node-2..4: infera-node-1 runs the single-node tests
 # at the same time (tests/conftest.py), on the default etcd prefix this fleet does not use.
@@ -30,7 +30,7 @@ SLOW_NODE_3 = {"sglang_worker_allow_missing_levers": True,
 
 @pytest.fixture(scope="module")
 def fleet():
-    platform_up(4)
+    node_up(*NODES)  # the fleet's nodes alone (conftest.node_fixture says why)
     nodes = [Node(name) for name in NODES]
     for node in nodes:
         node.remove_worker_container()

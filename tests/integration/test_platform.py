@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from rehearsal import PLATFORM, Node, platform_up
+from rehearsal import PLATFORM, Node, node_up, platform_up
 
 FLEET = ["fleet-test-1", "fleet-test-2", "fleet-test-3"]
 
@@ -42,6 +42,26 @@ def test_bringing_up_running_nodes_again_leaves_them_alone(fleet):
     before = [_container_id(node.name) for node in fleet]
     subprocess.run([str(PLATFORM), "node-up", *FLEET], check=True)
     assert [_container_id(node.name) for node in fleet] == before
+
+
+def _running(name):
+    return subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", name],
+                          capture_output=True, text=True, check=True).stdout.strip() == "true"
+
+
+def test_bringing_up_one_node_leaves_a_node_killed_on_purpose_down(fleet):
+    """A test group's fixture brings up its own nodes only (rehearsal.node_up): the groups run at once, and
+    test_fleet kills a node mid-rollout on purpose; `platform up N` from another group's fixture once brought that
+    node back, empty, in the middle of the rollout (CI at 806bb9c)."""
+    killed, other = fleet[1].name, fleet[2].name
+    subprocess.run(["docker", "kill", killed], check=True, capture_output=True)
+    try:
+        node_up(other)
+        assert not _running(killed), f"bringing up {other} started {killed} again"
+        assert _running(other)
+    finally:
+        node_up(killed)
+    assert _running(killed)
 
 
 def _host_dockerd():

@@ -10,9 +10,13 @@ from rehearsal import PLATFORM, Node, node_up, platform_up
 FLEET = ["fleet-test-1", "fleet-test-2", "fleet-test-3"]
 
 
-def _container_id(name):
-    return subprocess.run(["docker", "inspect", "-f", "{{.Id}}", name],
+def _inspect(name, template):
+    return subprocess.run(["docker", "inspect", "-f", template, name],
                           capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _container_id(name):
+    return _inspect(name, "{{.Id}}")
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +49,7 @@ def test_bringing_up_running_nodes_again_leaves_them_alone(fleet):
 
 
 def _running(name):
-    return subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", name],
-                          capture_output=True, text=True, check=True).stdout.strip() == "true"
+    return _inspect(name, "{{.State.Running}}") == "true"
 
 
 def test_bringing_up_one_node_leaves_a_node_killed_on_purpose_down(fleet):

@@ -67,6 +67,13 @@ def test_a_rerun_that_changes_nothing_writes_nothing_and_restarts_nothing(clean_
     for script in ("engine.sh", "router.sh"):
         assert clean_node.sh(f"stat -c %a /var/lib/infera/sgl_mix/scripts/{script}").stdout.strip() == "644"
     assert re.search(r"infera-node-1\s+: ok=\d+\s+changed=0 ", again), again[-1500:]
+    # The variant plan is made once per deploy (before the preflight reads the node's address, which the plan names
+    # $HOST); the worker stage reuses it, and the launch script has the address.
+    for output in (out, again):
+        selections = re.findall(r"Select the variant for the concurrency and check the levers\] \**\s*ok: ", output)
+        assert len(selections) == 1, output[-3000:]
+    assert f"--advertise-host {clean_node.address} " in clean_node.in_container(
+        "sgl_mix", "cat /var/lib/infera/sgl_mix/scripts/engine.sh").stdout
     assert "variant per node: infera-node-1 nodp" in again and "engine restarted: False" in again, again[-2500:]
     # The node has the image: the container role's look saw it, so no pull (a node call) was made.
     assert "Container | Pull the engine image" not in again, again[-3000:]

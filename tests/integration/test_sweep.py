@@ -6,6 +6,7 @@ Small lengths and concurrencies; every number here is SIMULATED.
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -45,6 +46,9 @@ def ratios(results, run_id):
 def test_full_recipe_meets_the_targets_and_a_missing_lever_fails_them(node, results):
     rc, out = run(sweep_command(results, "levers-on", [4, 16]))
     assert rc == 0, out[-4000:]
+    # The variant plan is made once: the phase's worker takes its variant, argv and env from the sweep's plan.
+    assert len(re.findall(r"Select the variant for the concurrency and check the levers\] \**\s*ok: ", out)) == 1, out[-4000:]
+    assert len(re.findall(r"Run the plan's phase \(variant, argv, env\)\] \**\s*ok: ", out)) == 1, out[-4000:]
     assert all(ratio >= 1.0 for ratio in ratios(results, "levers-on").values())
     # The verify before the points ran the accuracy smoke; the manifest keeps it for the variant, the report says it.
     manifest = json.loads((results / "levers-on" / node.name / "manifest.json").read_text())

@@ -271,12 +271,15 @@ def with_values(argv, **overrides):
 
 def recipe_argvs(values):
     """{"nodp"|"dp": argv} of the shipped recipe on the dev plane (the plane's flags come
-    from the infera role, as the worker role adds them), its Jinja placeholders filled in."""
+    from the infera role, as the worker role adds them), its Jinja placeholders filled in and
+    the node's address in place of $HOST, as the worker role writes the launch script."""
     recipe = yaml.safe_load(RECIPE.read_text())
     plane = yaml.safe_load((REPO / "roles" / "infera" / "vars" / "main.yml").read_text())["infera_dev_plane_args"]
 
     def render(value):
         text = str(value)
+        if text == "$HOST":
+            return str(values["sglang_worker_advertise_host"])
         return re.sub(r"\{\{\s*(\w+)[^}]*\}\}", lambda match: str(values[match.group(1)]), text)
 
     def flags(mapping):

@@ -81,7 +81,12 @@ def test_router_script_parses_with_infera_servers_own_parser(tmp_path, plane, ex
 def test_selected_worker_argv_parses_with_infera_wrappers_own_parser(selections, plane, expected, conc, dp_size):
     from infera.engine.sglang.args import parse_sglang_args
 
-    args = parse_sglang_args(selections[(plane, conc)]["argv"])
+    selected = selections[(plane, conc)]
+    # The plan names the node's address as the walkthrough does; the launch script has the address there.
+    planned = selected["argv"]
+    assert planned[planned.index("--advertise-host") + 1] == "$HOST"
+    assert selected["argv_as_run"] == [("10.0.0.11" if token == "$HOST" else token) for token in planned]
+    args = parse_sglang_args(selected["argv_as_run"])
     assert tuple(getattr(args, flag) for flag in PLANE_FLAGS) == expected
     assert (args.etcd_endpoint, args.advertise_host) == ("http://10.0.0.5:2379", "10.0.0.11")
     assert args.etcd_prefix == "/infera/workers/"
@@ -94,7 +99,7 @@ def test_an_unknown_worker_flag_is_refused_by_infera(selections, capsys):
     from infera.engine.sglang.args import parse_sglang_args
 
     with pytest.raises(SystemExit) as exit_info:
-        parse_sglang_args(selections[("dev", 64)]["argv"] + ["--not-an-sglang-flag", "1"])
+        parse_sglang_args(selections[("dev", 64)]["argv_as_run"] + ["--not-an-sglang-flag", "1"])
     assert exit_info.value.code == 2
     assert "unrecognized arguments: --not-an-sglang-flag" in capsys.readouterr().err
 

@@ -15,9 +15,9 @@ from ansible_collections.infera.serving.plugins.module_utils._variant import sel
 REPO = Path(__file__).resolve().parents[3]
 WALKTHROUGH = REPO / "docs" / "reference" / "sglang-mixed-dsv4-pro-mi355x.txt"
 ENGINE = "infera.engine.sglang"
-# The walkthrough's site placeholders, rendered into the recipe as themselves.
-PLACEHOLDERS = {"sglang_worker_model_path": "$MODEL", "sglang_worker_advertise_host": "$HOST",
-                "sglang_worker_etcd_endpoint": "$ETCD"}
+# The walkthrough's site placeholders, rendered into the recipe as themselves ($HOST, the node's address, is one
+# in the recipe too: the role fills it in when it writes the launch script).
+PLACEHOLDERS = {"sglang_worker_model_path": "$MODEL", "sglang_worker_etcd_endpoint": "$ETCD"}
 
 
 def _assignments(words):

@@ -28,6 +28,16 @@ def select(tmp_path, **extra_vars):
     return json.loads(out.read_text())
 
 
+def test_the_plan_is_the_same_whatever_the_nodes_address(tmp_path):
+    """deploy_mixed.yml plans before its preflight reads the node's address, and the worker stage reuses that plan
+    (its inputs are the same): the plan names the address $HOST, as the walkthrough does."""
+    first = select(tmp_path, sglang_worker_conc=64, sglang_worker_advertise_host="")
+    second = select(tmp_path, sglang_worker_conc=64, sglang_worker_advertise_host="10.0.0.12")
+    assert first == second
+    assert first["argv"][first["argv"].index("--advertise-host") + 1] == "$HOST"
+    assert first["inputs"]["recipe"]["args"]["--advertise-host"] == "$HOST"
+
+
 def test_dev_plane_passes_the_three_flags(tmp_path):
     argv = select(tmp_path, sglang_worker_conc=64, infera_plane="dev")["argv"]
     assert [argv[argv.index(flag) + 1] for flag in DEV_PLANE] == ["etcd", "http", "zmq"]

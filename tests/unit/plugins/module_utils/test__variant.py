@@ -139,7 +139,7 @@ def test_explicit_variant_wins_for_every_concurrency(recipe):
 def test_nodp_argv_is_common_flags_then_variant_flags_in_order(recipe):
     argv = _select(recipe, 64)['argv']
     assert argv == ['--model-path', '/data/hf-cache/DeepSeek-V4-Pro', '--tp-size', '8', '--trust-remote-code',
-                    '--host', '0.0.0.0', '--port', '30000', '--advertise-host', '10.0.0.5',
+                    '--host', '0.0.0.0', '--port', '30000', '--advertise-host', '$HOST',
                     '--etcd-endpoint', 'http://10.0.0.1:2379', '--attention-backend', 'dsv4',
                     '--disable-radix-cache', '--page-size', '256', '--cuda-graph-max-bs', '128',
                     '--swa-full-tokens-ratio', '0.15', '--disable-shared-experts-fusion',

@@ -110,7 +110,7 @@ def test_rolling_switch_under_load_fails_no_request(fleet):
     # Every serving node looked at its image (pulling one it did not have) and compared its container at once,
     # before the first drain; each node's turn then used that check instead of repeating it.
     for task in ("Container | Look at the work directory, the GPU device paths and the image on the node",
-                 "Container | Compare the worker container with the walkthrough's"):
+                 "Container | The worker container as the walkthrough runs it: compare (changes nothing)"):
         checks = re.findall(re.escape(task) + r"\] \**((?: (?:ok|changed): \[infera-node-\d\])+)", switched)
         assert len(checks) == 1 and len(re.findall(r"infera-node-\d", checks[0])) == 3, (task, checks or switched[-3000:])
         assert switched.find(task + "]") < switched.find("Send SIGTERM to the worker wrapper"), (task, switched[-3000:])

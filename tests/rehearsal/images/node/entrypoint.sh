@@ -1,6 +1,7 @@
 #!/bin/sh
 # Make the node look like an 8-GPU MI355X host to the seed's `docker run --device=...`
-# (char 1:3 nodes: the default device cgroup allows them), then run dockerd as PID 1.
+# (char 1:3 nodes: the default device cgroup allows them), then run dockerd (under the init the
+# platform starts nodes with, `docker run --init`, which reaps orphaned processes as a real node's init does).
 set -eu
 gpus="${INFERA_NODE_GPUS:-8}"
 [ -e /dev/kfd ] || mknod -m 666 /dev/kfd c 1 3

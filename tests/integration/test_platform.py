@@ -105,3 +105,26 @@ def test_bad_node_count_is_refused_in_one_line():
     result = subprocess.run([str(PLATFORM), "up", "three"], capture_output=True, text=True, check=False)
     assert result.returncode != 0
     assert "node count must be a positive integer, got 'three'" in result.stderr
+
+
+def _tags(source=None):
+    env = {**os.environ, **({"INFERA_REHEARSAL_INFERA_SOURCE": str(source)} if source else {})}
+    out = subprocess.run([str(PLATFORM), "tags"], capture_output=True, text=True, check=True, env=env).stdout
+    return dict(line.split(" ", 1) for line in out.splitlines())
+
+
+def test_two_clones_of_one_commit_share_the_images_and_other_infera_bytes_do_not(settings, tmp_path):
+    """The engine image's tag is a hash of its inputs: the pinned Infera by its bytes, not by the path a clone reaches the
+    vendored tarball by (a second clone built the same image again, ~2.5 min). Other bytes are another image."""
+    vendored = next((PLATFORM.parents[3] / "shared" / "vendor").glob("amd-infera-*.tar.gz"))
+    default = _tags()
+    assert default["engine"] == settings["IMG"].split("/", 1)[1], (default, settings["IMG"])
+    elsewhere = tmp_path / "another-clone" / vendored.name
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(vendored.read_bytes())
+    assert _tags(elsewhere) == default
+    other = tmp_path / vendored.name
+    other.write_bytes(vendored.read_bytes() + b"\0")
+    changed = _tags(other)
+    assert changed["engine"] != default["engine"]
+    assert {kind: changed[kind] for kind in ("node", "etcd")} == {kind: default[kind] for kind in ("node", "etcd")}

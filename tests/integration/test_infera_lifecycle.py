@@ -69,5 +69,12 @@ def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
     revoked = log.index(f"deregistered worker {clean_node.address}:30000")
     drained = log.index("drain: engine idle")
     assert revoked < drained, "Infera deregisters first, then drains"
+    # The play saw the router drop the worker while the wrapper drained (the request was still in flight), before it
+    # waited for the exit: the check is no longer a node call after the drain.
+    checked = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Check the router no longer lists the worker")
+    waited = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Wait until the wrapper has deregistered, drained")
+    assert checked < waited, out[-3000:]
+    # At its first look: the router dropped the worker as soon as the wrapper revoked its lease, 5 s before.
+    assert "FAILED - RETRYING" not in out[checked:waited], out[checked:waited]
     assert "1 request(s) completed" in log[drained:]
     assert took < DRAIN_TIMEOUT + 60, f"teardown took {took:.0f} s"

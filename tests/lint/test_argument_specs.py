@@ -28,3 +28,13 @@ def test_spec_defaults_equal_the_role_defaults(role):
         elif not computed and name in defaults and spec.get("default") != value:
             problems.append(f"{name}: argument_specs default {spec.get('default')!r}, defaults/main.yml {value!r}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[role.name for role in ROLES])
+def test_a_required_option_has_no_role_default(role):
+    # Ansible's argument-spec check counts a value in defaults/main.yml as given, so a required option with a default
+    # (even "") is never reported missing: the role would run on the empty value instead of failing at the door.
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
+    options = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    shadowed = sorted(name for name, spec in options.items() if spec.get("required") and name in defaults)
+    assert not shadowed, f"{role.name}: required but given a default in defaults/main.yml: {', '.join(shadowed)}"

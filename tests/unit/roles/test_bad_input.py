@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
@@ -137,3 +138,24 @@ def test_a_relative_targets_file_is_looked_for_beside_the_playbook(tmp_path):
     line = refused(tmp_path, "sweep.yml", "-e", json.dumps({"run_id": "t", "sweep_targets_file": "no-such-targets.yml"}))
     assert f'sweep_targets_file "no-such-targets.yml" is not a file on the controller ({REPO}/playbooks/no-such-targets.yml;' \
         in line, line
+
+
+ROLES_WITH_REQUIRED = ["container", "router", "sglang_worker", "sweep", "preflight"]
+
+
+@pytest.mark.parametrize("role", ROLES_WITH_REQUIRED)
+def test_a_role_used_on_its_own_without_its_required_settings_stops_at_its_argument_check(tmp_path, role):
+    # A user's own play that includes the role and forgets what the playbooks pass from the inventory: the role's
+    # argument check names every missing setting in one line; no task of the role itself runs on the empty value.
+    spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    required = sorted(name for name, option in spec["argument_specs"]["main"]["options"].items() if option.get("required"))
+    assert required, f"{role}: no required option to leave out"
+    (tmp_path / "own.yml").write_text(
+        "- name: A play of the user's own\n  hosts: mi355x\n  gather_facts: false\n  tasks:\n"
+        f"    - name: The role alone\n      ansible.builtin.include_role:\n        name: infera.serving.{role}\n")
+    returncode, lines = run(tmp_path, str(tmp_path / "own.yml"))
+    text = "\n".join(lines[-40:])
+    assert returncode != 0, text
+    assert f"missing required arguments: {', '.join(required)}" in text, text
+    ran = [line for line in lines if line.startswith(f"TASK [infera.serving.{role} :")]
+    assert ran and all("Validating arguments against arg spec" in line for line in ran), ran

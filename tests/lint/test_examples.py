@@ -41,10 +41,14 @@ def module_docs(path):
 
 
 def role_variables():
+    """Every role's defaults and vars, and its argument spec's options (a required one has no default)."""
     names = set()
     for path in (REPO / "roles").glob("*/*/main.yml"):
         if path.parent.name in ("defaults", "vars"):
             names |= set(yaml.safe_load(path.read_text()) or {})
+    for path in (REPO / "roles").glob("*/meta/argument_specs.yml"):
+        for entry in yaml.safe_load(path.read_text())["argument_specs"].values():
+            names |= set(entry.get("options") or {})
     return names
 
 

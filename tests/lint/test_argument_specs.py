@@ -13,10 +13,16 @@ import yaml
 ROLES = sorted(path.parent.parent for path in (Path(__file__).resolve().parents[2] / "roles").glob("*/meta/argument_specs.yml"))
 
 
-@pytest.mark.parametrize("role", ROLES, ids=[role.name for role in ROLES])
-def test_spec_defaults_equal_the_role_defaults(role):
+def defaults_and_options(role):
+    """The role's defaults/main.yml and its main entry point's argument-spec options."""
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
     options = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    return defaults, options
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[role.name for role in ROLES])
+def test_spec_defaults_equal_the_role_defaults(role):
+    defaults, options = defaults_and_options(role)
     problems = []
     for name, spec in options.items():
         value = defaults.get(name)
@@ -34,7 +40,6 @@ def test_spec_defaults_equal_the_role_defaults(role):
 def test_a_required_option_has_no_role_default(role):
     # Ansible's argument-spec check counts a value in defaults/main.yml as given, so a required option with a default
     # (even "") is never reported missing: the role would run on the empty value instead of failing at the door.
-    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
-    options = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    defaults, options = defaults_and_options(role)
     shadowed = sorted(name for name, spec in options.items() if spec.get("required") and name in defaults)
     assert not shadowed, f"{role.name}: required but given a default in defaults/main.yml: {', '.join(shadowed)}"

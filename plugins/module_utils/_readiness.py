@@ -8,7 +8,8 @@
 The engine runs in a container but writes its log and an exit marker into a host-mounted
 directory, so everything here looks at plain files on the node plus two URLs: the engine's health
 and, where given, the Infera router's worker list (the wrapper registers only after the engine is
-up, so a worker is ready when the router lists it). Progress
+up, so a worker is ready once this launch's wrapper has logged its registration and the router lists
+it: a record a dead wrapper left under the same host:port lists it too, until its lease runs out). Progress
 is persisted in a small JSON state file so that successive short calls (the action plugin's
 slices) resume where the previous one stopped. What a failure tells the user is written in
 _remediation; the files are read through _node_files.
@@ -75,7 +76,7 @@ ARGUMENT_SPEC = dict(
     **SLICE_OPTIONS
 )
 
-_STATE_VERSION = 2
+_STATE_VERSION = 3
 _HEALTH_TIMEOUT = 3.0
 _SAVE_EVERY = 5.0
 # After a fatal line the engine usually prints the rest of its error (OOM advice, a traceback) in one burst.
@@ -92,6 +93,11 @@ _CAPTURE_BEGIN = re.compile(r'Capture cuda graph begin')
 _CAPTURE_END = re.compile(r'Capture cuda graph end')
 # Both the simulator's "(bs=64 avail_mem=12.3GB): 7/20" and tqdm's "(bs=64 avail_mem=12.3 GB):  35%|###5 | 7/20 [..]".
 _CAPTURE_PROGRESS = re.compile(r'Capturing batches \(bs=(\d+)[^)]*\):.*?(\d+)/(\d+)')
+# Infera's wrapper, once it has put this launch's record (infera/common/registration.py: "registered with etcd as
+# worker %s (lease=%d, ..."; registration_k8s.py: "registered via k8s Pod annotation: pod=%s/%s worker=%s (...").
+# Until then the router may list the worker_id from a record a wrapper that died left behind (same host:port, its
+# lease alive up to 30 s): that record vanishes when its lease runs out, taking the worker out of the router.
+_REGISTERED = re.compile(r'registered (?:with etcd as worker |via k8s Pod annotation: .*?\bworker=)(\S+)')
 
 
 # ---------------------------------------------------------------- options
@@ -186,7 +192,7 @@ def _fresh_state(options, now):
         'ready_line_seen': False,
         'fatal': None,
         'health': {'status': None, 'error': None},
-        'registration': {'listed': None, 'error': None},
+        'registration': {'listed': None, 'error': None, 'logged': None},
     })
     return state
 
@@ -250,6 +256,9 @@ def _scan_segment(options, state, text, now):
             state['graph']['done'] = state['graph']['total']
     if options.ready_line in text:
         state['ready_line_seen'] = True
+    registered = _REGISTERED.search(text)
+    if registered and registered.group(1) == options.worker_id:
+        state['registration']['logged'] = text.strip()[:_node_files.MAX_LINE_CHARS]
     if state['fatal'] is None:
         for pattern in options.fatal_patterns:
             if pattern.search(text):
@@ -362,9 +371,12 @@ class ReadinessWatch:
     def _registered(self, state):
         if not self.options.workers_url:
             return True
-        listed, error = listed_workers(self.options.workers_url)
-        state['registration'] = {'listed': listed, 'error': error}
-        return listed is not None and self.options.worker_id in listed
+        registration = state['registration']
+        if not registration['logged']:
+            # The router is not asked yet: what it lists now may be a dead wrapper's record.
+            return False
+        registration['listed'], registration['error'] = listed_workers(self.options.workers_url)
+        return registration['listed'] is not None and self.options.worker_id in registration['listed']
 
     def _watch_dirs_changed(self, state, now):
         options = self.options
@@ -428,6 +440,7 @@ def _result(options, state, now, kind, exited):
         'health_status': state['health']['status'],
         'worker_id': options.worker_id,
         'router_workers': state['registration']['listed'],
+        'registration_line': state['registration']['logged'],
         'exit_code': exited['code'] if exited else None,
         'node': options.node,
         'state_file': options.state_file,

@@ -64,9 +64,14 @@ def readiness_cause(options, state, now, kind, exited):
         return 'the log %s has not appeared for %s s' % (options.log_path, quiet)
     if state['stage'] == 'registering':
         registration = state['registration']
+        if not registration['logged']:
+            # The router is not asked before: a record a dead wrapper left under this host:port would answer for it.
+            return ('the engine is ready but Infera\'s wrapper has not logged its registration of worker %s for %s s '
+                    '(no "registered with etcd as worker %s" line in %s)'
+                    % (options.worker_id, quiet, options.worker_id, options.log_path))
         seen = registration['error'] or 'it lists %s' % (', '.join(registration['listed']) or 'no worker')
-        return ('the engine is ready but the router (%s) has not listed worker %s for %s s (%s)'
-                % (options.workers_url, options.worker_id, quiet, seen))
+        return ('the engine is ready and Infera\'s wrapper registered it, but the router (%s) has not listed worker %s '
+                'for %s s (%s)' % (options.workers_url, options.worker_id, quiet, seen))
     if state['ready_line_seen']:
         health = state['health']
         return ('the ready line was logged but %s has not answered 200 for %s s (last: %s)'
@@ -136,6 +141,10 @@ def _after_stall(options, state, inspect):
         return ('check that the launch wrapper started the engine (docker ps / docker logs on %s) and that '
                 'log_path is the host-side path of the mounted log' % options.node)
     if state['stage'] == 'registering':
+        if not state['registration']['logged']:
+            return ('check that the wrapper still runs (ps -ef in the worker container on %s) and that etcd answers '
+                    'at its --etcd-endpoint, and look for a lease error or a traceback after the ready line in %s'
+                    % (options.node, options.log_path))
         return ('check that the worker and the router use the same etcd endpoint and prefix and the same plane flags '
                 '(--discovery-backend, --request-transport), and look for "registered with etcd as worker" or a lease '
                 'error in %s' % options.log_path)

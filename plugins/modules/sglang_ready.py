@@ -13,8 +13,11 @@ description:
     writes its log and markers into a host-mounted directory, and the module reads them from the node side.
   - A launch is ready when four things hold. The ready line (O(ready_line)) is in this launch's log.
     The process is still alive (no O(exit_file), and the O(pid_file) process still exists). O(health_url) answers HTTP 200.
-    The Infera router lists the worker (O(worker_id) in the C(worker_id) fields of O(workers_url)), because Infera's worker
-    wrapper registers in etcd only after the engine answers its health check, so the ready line alone is too early.
+    Infera's worker wrapper has logged its registration of O(worker_id) in this launch's log, and the Infera router then
+    lists the worker (O(worker_id) in the C(worker_id) fields of O(workers_url)). The wrapper registers in etcd only after
+    the engine answers its health check, so the ready line alone is too early. The router is asked only after that
+    line, because until then it may list a record that a wrapper which died (SIGKILL, OOM killer) left under the same
+    host and port. That record goes when its 30 s lease runs out, and takes the worker out of the router with it.
   - It follows the launch through the phases the log prints. C(Load weight begin) and C(Load weight end) mark weight loading.
     C(Capture cuda graph begin), then C(Capturing batches) lines with the batch size and a k/N count (in the simulator's
     form or as SGLang's tqdm bar), then C(Capture cuda graph end) mark cuda-graph capture. The ready line comes last.
@@ -86,8 +89,11 @@ options:
   workers_url:
     description:
       - The Infera router's worker list, for example V(http://127.0.0.1:8000/v1/workers), asked once the engine is
-        healthy. Ready needs O(worker_id) among the C(worker_id) fields of its C(workers). Without it the wait ends at
-        the engine's health. Requires O(worker_id).
+        healthy and Infera's wrapper has logged its registration (C(registered with etcd as worker <worker_id>), or
+        the Kubernetes backend's C(registered via k8s Pod annotation) line with C(worker=<worker_id>)) in this
+        launch's log. Ready needs O(worker_id)
+        among the C(worker_id) fields of its C(workers). Without it the wait ends at the engine's health. Requires
+        O(worker_id).
     type: str
   worker_id:
     description:
@@ -231,7 +237,8 @@ ready:
 phase:
   description:
     - Where the launch is. One of V(launching), V(loading_weights), V(weights_loaded), V(capturing_cuda_graph),
-      V(graph_captured), V(registering) (the engine is healthy, the router does not list the worker yet) or V(ready)
+      V(graph_captured), V(registering) (the engine is healthy; the wrapper has not logged its registration, or the
+      router does not list the worker yet) or V(ready)
       while it progresses.
     - On failure one of V(failed) (a fatal line), V(exited), V(stalled) or V(timed_out).
   returned: always
@@ -294,6 +301,15 @@ router_workers:
   type: list
   elements: str
   sample: ["10.0.0.5:30000"]
+registration_line:
+  description:
+    - The line in which Infera's wrapper logged its registration of O(worker_id) in this launch's log, or null when
+      it has not (yet) or registration is not waited for.
+  returned: always
+  type: str
+  sample: >-
+    INFO:infera.common.registration:registered with etcd as worker 10.0.0.5:30000 (lease=7668682686337768167, ttl=30s,
+    engine=EngineType.SGLANG, disagg=DisaggMode.MIXED)
 exit_code:
   description: The engine's exit code from O(exit_file) when the engine exited, else null.
   returned: always

@@ -2,15 +2,21 @@
 
 The router and the worker wrapper here are the real Infera (pinned); only the GPU engine
 under the wrapper is simulated. These tests prove what the collection assumes about them:
-a worker counts as ready once the router lists it, and a stop lets Infera deregister and
+a worker counts as ready once its wrapper registered it and the router lists it (not on a
+record a killed wrapper left under the same id), and a stop lets Infera deregister and
 drain before the engine goes. On node 6 (tests/conftest.py: group node-6), beside node 1's deploy tests.
 """
 
 import json
+import os
+import re
+import subprocess
+import tempfile
+import threading
 import time
 
 from conftest import node_fixture, node_name
-from rehearsal import router_workers, run_playbook
+from rehearsal import REPO, router_workers, run_playbook
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
 NODE = node_name(6)
@@ -78,3 +84,67 @@ def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
     assert f"RETRYING: [{NODE}]: SGLang worker | Check the router no longer lists" not in out, out[checked:waited]
     assert "1 request(s) completed" in log[drained:]
     assert took < DRAIN_TIMEOUT + 60, f"teardown took {took:.0f} s"
+
+
+def test_a_redeploy_after_a_killed_wrapper_is_ready_on_its_own_registration_not_the_dead_wrappers_record(clean_node):
+    """A wrapper killed with SIGKILL leaves its record (key host:port) on a lease alive for up to 30 s. The router lists
+    it while the next launch comes up, under the same worker_id. The readiness wait used to take that listing for the
+    new worker: the play moved on, and the router dropped the worker when the old lease ran out, before the new wrapper
+    had registered (CI at 1e22424: a sweep's 20 accuracy-smoke requests got 503). Here the dead wrapper's lease is kept
+    alive and the new wrapper is held (SIGSTOP) between the engine's ready line and its registration."""
+    import etcd3
+
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
+    assert rc == 0, out[-3000:]
+    worker_id = f"{clean_node.address}:30000"
+    key = f"/infera/rehearsal-node-6/{worker_id}"  # the inventory's prefix for this node
+    client = etcd3.client(host="127.0.0.1", port=2379)
+    stop_keepalive = threading.Event()
+    wrapper = None
+    try:
+        clean_node.sh("pkill -KILL -f '^python -m infera[.]engine[.]sglang '")
+        dead_lease = client.get(key)[1].lease_id
+
+        def keep_alive():  # as if the wrapper had died a moment ago, however slow the redeploy
+            while not stop_keepalive.wait(3):
+                list(client.refresh_lease(dead_lease))
+
+        threading.Thread(target=keep_alive, daemon=True).start()
+        env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+        with tempfile.TemporaryFile("w+") as output, subprocess.Popen(
+                ["ansible-playbook", "playbooks/deploy_mixed.yml", "--limit", NODE, "-e", "conc=64"], cwd=REPO, env=env,
+                stdout=output, stderr=subprocess.STDOUT, text=True) as play:
+            # The new wrapper, once it has started its engine (before that, stopping it would stop the launch).
+            deadline = time.monotonic() + 240
+            while wrapper is None and time.monotonic() < deadline and play.poll() is None:
+                found = clean_node.sh("for w in $(pgrep -f '^python -m infera[.]engine[.]sglang '); do "
+                                      "pgrep -P $w -f -- '-m sglang[.]launch_server ' >/dev/null && echo $w; done",
+                                      check=False).stdout.split()
+                wrapper = found[0] if found else None
+                time.sleep(0.1)
+            assert wrapper, "no new wrapper with an engine: " + (output.seek(0) or output.read())[-3000:]
+            clean_node.sh(f"kill -STOP {wrapper}")
+            log = clean_node.sh(f"ls -t {LOGS}/engine-*.log | head -n 1").stdout.strip()  # this launch's
+            clean_node.wait_for_line(CONTAINER, log, "The server is fired up and ready to roll!")
+            time.sleep(4)  # the wait polls every 0.25 s: on the dead wrapper's record it had moved on by now
+            assert router_workers(clean_node, CONTAINER, "127.0.0.1") == [worker_id], "the dead wrapper's record"
+            assert "registered with etcd" not in clean_node.sh(f"cat {log}").stdout
+            output.seek(0)
+            so_far = output.read()
+            assert play.poll() is None and "Router | Verify through the routers" not in so_far, so_far[-3000:]
+            # The dead wrapper's lease runs out now: its record goes, and the held wrapper registers the worker again.
+            stop_keepalive.set()
+            client.revoke_lease(dead_lease)
+            clean_node.sh(f"kill -CONT {wrapper}")
+            wrapper = None
+            assert play.wait(timeout=600) == 0, (output.seek(0) or output.read())[-3000:]
+        registered = re.search(rf"registered with etcd as worker {re.escape(worker_id)} \(lease=(\d+)",
+                               clean_node.sh(f"cat {log}").stdout)
+        assert registered and int(registered.group(1)) != dead_lease
+        assert client.get(key)[1].lease_id == int(registered.group(1))
+        assert router_workers(clean_node, CONTAINER, "127.0.0.1") == [worker_id]
+    finally:
+        stop_keepalive.set()
+        if wrapper:
+            clean_node.sh(f"kill -CONT {wrapper}", check=False)
+        client.close()

@@ -36,6 +36,10 @@ LAUNCH = [
     '[2025-11-29 10:20:09] ' + READY,
 ]
 
+# Infera's wrapper, once it has put its record in etcd (infera/common/registration.py).
+REGISTERED = ('INFO:infera.common.registration:registered with etcd as worker %s (lease=7668682686337768167, ttl=30s, '
+              'engine=EngineType.SGLANG, disagg=DisaggMode.MIXED)')
+
 # One line per default fatal pattern, as the engine would print it.
 FATAL_LINES = {
     'Capture cuda graph failed': 'Exception: Capture cuda graph failed: HIP error: out of resources',
@@ -196,7 +200,7 @@ def test_ready_line_without_health_answer_is_not_ready(node):
 
 
 def test_ready_waits_until_the_router_lists_the_worker(node):
-    node.write('\n'.join(LAUNCH) + '\n')
+    node.write('\n'.join(LAUNCH + [REGISTERED % '10.0.0.5:30000']) + '\n')
     with HealthServer(workers=['10.0.0.9:30000']) as server:
         params = node.params(health_url=server.url, workers_url=server.workers_url, worker_id='10.0.0.5:30000')
         waiting = wait_until_ready(dict(params, max_wait=0.3))
@@ -207,11 +211,44 @@ def test_ready_waits_until_the_router_lists_the_worker(node):
     assert waiting['router_workers'] == ['10.0.0.9:30000']
     assert result['ready'] is True
     assert result['worker_id'] == '10.0.0.5:30000'
+    assert result['registration_line'] == REGISTERED % '10.0.0.5:30000'
     assert list(result['phases'])[-2:] == ['registering', 'ready']
 
 
-def test_a_worker_the_router_never_lists_stalls_with_the_router_named(node):
+def test_a_record_the_router_lists_before_this_launch_registered_is_not_ready(node):
+    # A wrapper killed with SIGKILL leaves its record (same host:port) until its 30 s lease runs out; the router lists
+    # it while the new launch comes up. Ready on that record, the play moved on and the router dropped the worker
+    # when the old lease ran out, before the new wrapper registered (CI at 1e22424: 20 accuracy-smoke requests 503).
+    node.write('\n'.join(LAUNCH + [REGISTERED % '10.0.0.6:30000']) + '\n')
+    with HealthServer(workers=['10.0.0.5:30000']) as server:
+        params = node.params(health_url=server.url, workers_url=server.workers_url, worker_id='10.0.0.5:30000')
+        waiting = wait_until_ready(dict(params, max_wait=0.3))
+        asked = [path for path in server.paths if path == '/v1/workers']
+        node.write('INFO:__main__:using etcd registration: endpoint=http://10.0.0.1:2379 prefix=/infera/workers/\n')
+        threading.Timer(0.3, node.write, (REGISTERED % '10.0.0.5:30000' + '\n',)).start()
+        result = wait_until_ready(params)
+    assert waiting['ready'] is False
+    assert waiting['phase'] == 'registering'
+    assert waiting['registration_line'] is None, 'another worker\'s registration is not this launch\'s'
+    assert asked == [] and waiting['router_workers'] is None, 'the router is not asked before the wrapper registered'
+    assert result['ready'] is True
+    assert result['registration_line'] == REGISTERED % '10.0.0.5:30000'
+    assert result['router_workers'] == ['10.0.0.5:30000']
+
+
+def test_a_wrapper_that_never_registers_stalls_with_the_wrapper_named(node):
     node.write('\n'.join(LAUNCH) + '\n')
+    with HealthServer(workers=['10.0.0.5:30000']) as server:
+        message, details = failure(node.params(health_url=server.url, workers_url=server.workers_url,
+                                               worker_id='10.0.0.5:30000', stall_timeout=0.4))
+    assert details['phase'] == 'stalled'
+    assert details['stage'] == 'registering'
+    assert "Infera's wrapper has not logged its registration of worker 10.0.0.5:30000" in message
+    assert 'that etcd answers at its --etcd-endpoint' in message
+
+
+def test_a_worker_the_router_never_lists_stalls_with_the_router_named(node):
+    node.write('\n'.join(LAUNCH + [REGISTERED % '10.0.0.5:30000']) + '\n')
     with HealthServer(workers=[]) as server:
         message, details = failure(node.params(health_url=server.url, workers_url=server.workers_url,
                                                worker_id='10.0.0.5:30000', stall_timeout=0.4))

@@ -111,6 +111,10 @@ def readiness_options(**overrides):
 
 
 INSPECT = 'inspect /srv/sglang/logs/engine.log'
+# What a readiness wait saw of the registration: before the wrapper logged it, and once it did (then the router is asked).
+NOT_REGISTERED = {'listed': None, 'error': None, 'logged': None}
+REGISTERED = {'listed': None, 'error': None,
+              'logged': 'INFO:infera.common.registration:registered with etcd as worker 10.0.0.7:30000 (lease=76)'}
 CAPTURE = ('capture can look like a hang: check for progress with du -sh %s on node7, then raise stall_timeout or '
            'lower --cuda-graph-max-bs to capture fewer graphs; ' + INSPECT)
 STORAGE = ('check that the model storage is mounted and being read on node7 (the HF cache bind mount, iostat); '
@@ -121,7 +125,11 @@ STORAGE = ('check that the model storage is mounted and being read on node7 (the
     ({'log_size_seen': None}, [],
      'check that the launch wrapper started the engine (docker ps / docker logs on node7) and that log_path is the '
      'host-side path of the mounted log'),
-    ({'stage': 'registering', 'ready_line_seen': True}, [],
+    ({'stage': 'registering', 'ready_line_seen': True, 'registration': NOT_REGISTERED}, [],
+     'check that the wrapper still runs (ps -ef in the worker container on node7) and that etcd answers at its '
+     '--etcd-endpoint, and look for a lease error or a traceback after the ready line in /srv/sglang/logs/engine.log'),
+    ({'stage': 'registering', 'ready_line_seen': True,
+      'registration': dict(REGISTERED, listed=[])}, [],
      'check that the worker and the router use the same etcd endpoint and prefix and the same plane flags '
      '(--discovery-backend, --request-transport), and look for "registered with etcd as worker" or a lease error in '
      '/srv/sglang/logs/engine.log'),
@@ -133,7 +141,8 @@ STORAGE = ('check that the model storage is mounted and being read on node7 (the
     ({'stage': 'launching'}, [], STORAGE),
     ({'stage': 'loading_weights'}, [], STORAGE),
     ({'stage': 'weights_loaded'}, [], INSPECT),
-], ids=['no-log', 'registering', 'ready-line-but-no-health', 'capture-watched', 'capture-unwatched', 'launching',
+], ids=['no-log', 'registration-not-logged', 'registering', 'ready-line-but-no-health', 'capture-watched',
+        'capture-unwatched', 'launching',
         'loading-weights', 'weights-loaded'])
 def test_what_to_do_after_each_stall_is_said_in_full(state, watch_dirs, expected):
     stalled = dict({'log_size_seen': 4096, 'stage': 'launching', 'ready_line_seen': False}, **state)
@@ -168,7 +177,7 @@ def readiness_state(**overrides):
     """What a readiness wait saw, 27:05 into a launch that has made no progress for 905 s (now is 1725)."""
     state = {'started_at': 100.0, 'last_progress_at': 820.0, 'log_size_seen': 4096, 'stage': 'loading_weights',
              'ready_line_seen': False, 'graph': {'done': 0, 'total': 0, 'bs': None}, 'fatal': None,
-             'health': {'status': None, 'error': None}, 'registration': {'listed': None, 'error': None}}
+             'health': {'status': None, 'error': None}, 'registration': dict(NOT_REGISTERED)}
     state.update(overrides)
     return state
 
@@ -190,18 +199,22 @@ PID_GONE = {'code': None, 'how': 'process 4242 from /run/engine.pid is gone'}
     ('stalled', {'log_size_seen': None}, None, {},
      'the log /srv/sglang/logs/engine.log has not appeared for 905 s'),
     ('stalled', {'stage': 'registering', 'ready_line_seen': True,
-                 'registration': {'listed': None, 'error': '<urlopen error [Errno 111] Connection refused>'}},
-     None, ROUTER,
-     'the engine is ready but the router (http://10.0.0.5:8080/v1/workers) has not listed worker 10.0.0.7:30000 '
-     'for 905 s (<urlopen error [Errno 111] Connection refused>)'),
+                 'registration': NOT_REGISTERED}, None, ROUTER,
+     'the engine is ready but Infera\'s wrapper has not logged its registration of worker 10.0.0.7:30000 for 905 s '
+     '(no "registered with etcd as worker 10.0.0.7:30000" line in /srv/sglang/logs/engine.log)'),
     ('stalled', {'stage': 'registering', 'ready_line_seen': True,
-                 'registration': {'listed': ['10.0.0.8:30000', '10.0.0.9:30000'], 'error': None}}, None, ROUTER,
-     'the engine is ready but the router (http://10.0.0.5:8080/v1/workers) has not listed worker 10.0.0.7:30000 '
-     'for 905 s (it lists 10.0.0.8:30000, 10.0.0.9:30000)'),
-    ('stalled', {'stage': 'registering', 'ready_line_seen': True, 'registration': {'listed': [], 'error': None}},
+                 'registration': dict(REGISTERED, error='<urlopen error [Errno 111] Connection refused>')},
      None, ROUTER,
-     'the engine is ready but the router (http://10.0.0.5:8080/v1/workers) has not listed worker 10.0.0.7:30000 '
-     'for 905 s (it lists no worker)'),
+     'the engine is ready and Infera\'s wrapper registered it, but the router (http://10.0.0.5:8080/v1/workers) has '
+     'not listed worker 10.0.0.7:30000 for 905 s (<urlopen error [Errno 111] Connection refused>)'),
+    ('stalled', {'stage': 'registering', 'ready_line_seen': True,
+                 'registration': dict(REGISTERED, listed=['10.0.0.8:30000', '10.0.0.9:30000'])}, None, ROUTER,
+     'the engine is ready and Infera\'s wrapper registered it, but the router (http://10.0.0.5:8080/v1/workers) has '
+     'not listed worker 10.0.0.7:30000 for 905 s (it lists 10.0.0.8:30000, 10.0.0.9:30000)'),
+    ('stalled', {'stage': 'registering', 'ready_line_seen': True,
+                 'registration': dict(REGISTERED, listed=[])}, None, ROUTER,
+     'the engine is ready and Infera\'s wrapper registered it, but the router (http://10.0.0.5:8080/v1/workers) has '
+     'not listed worker 10.0.0.7:30000 for 905 s (it lists no worker)'),
     ('stalled', {'stage': 'graph_captured', 'ready_line_seen': True, 'health': {'status': 503, 'error': None}},
      None, {},
      'the ready line was logged but http://127.0.0.1:30000/health has not answered 200 for 905 s (last: 503)'),
@@ -214,7 +227,8 @@ PID_GONE = {'code': None, 'how': 'process 4242 from /run/engine.pid is gone'}
      'the wrapper\'s "waiting for SGLang HTTP" lines do not count)'),
     ('stalled', {}, None, {}, 'no new log output from the engine for 905 s (stall_timeout 900 s; the wrapper\'s '
      '"waiting for SGLang HTTP" lines do not count)'),
-], ids=['fatal-line', 'fatal-line-then-exit', 'exited', 'timed-out', 'no-log', 'router-unreachable',
+], ids=['fatal-line', 'fatal-line-then-exit', 'exited', 'timed-out', 'no-log', 'registration-not-logged',
+        'router-unreachable',
         'router-lists-others', 'router-lists-none', 'health-status', 'health-error', 'stalled-watched', 'stalled'])
 def test_each_cause_of_a_failed_readiness_wait_in_full(kind, state, exited, overrides, expected):
     options = readiness_options(**overrides)

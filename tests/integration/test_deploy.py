@@ -125,9 +125,10 @@ def test_raising_capture_size_warns_about_memory(clean_node):
     assert not container_exists(clean_node), "check mode changed the node"
 
 
-def test_an_engine_left_behind_by_a_killed_wrapper_is_stopped_before_the_next_launch(clean_node):
+def test_an_engine_left_behind_by_a_killed_wrapper_is_stopped_before_the_next_launch_and_by_a_worker_stop(clean_node):
     """SIGKILL on Infera's wrapper leaves its engine running, on port 30000 and the GPUs; the next
-    launch must stop it and say so, not die on "Address already in use"."""
+    launch must stop it and say so, not die on "Address already in use". So must a stop of the worker
+    alone (teardown.yml --tags worker keeps the container), which used to look only for the wrapper."""
     rc, out = deploy("-e", "conc=64")
     assert rc == 0, out[-3000:]
     engine = clean_node.sh("pgrep -f -- '-m sglang[.]launch_server '").stdout.split()
@@ -142,6 +143,20 @@ def test_an_engine_left_behind_by_a_killed_wrapper_is_stopped_before_the_next_la
     # Gone, or a zombie: its parent died and the container's PID 1 (sleep, as in the walkthrough) never reaps.
     state = clean_node.sh(f"ps -o stat= -p {engine[0]} || true").stdout.strip()
     assert state == "" or state.startswith("Z"), f"the old engine still runs (state {state})"
+
+    # Again, then a stop of the worker alone: check mode says what it would stop and stops nothing, then it stops it.
+    engine = clean_node.sh("pgrep -f -- '-m sglang[.]launch_server '").stdout.split()
+    clean_node.sh("pkill -KILL -f '^python -m infera[.]engine[.]sglang '")
+    rc, out = run_playbook("teardown.yml", "--tags", "worker", "--check", timeout=300)
+    assert rc == 0, out[-3000:]
+    assert "Would stop them (check mode) as the worker is stopped" in " ".join(out.split()), out[-3000:]
+    assert clean_node.sh(f"ps -o stat= -p {engine[0]}").stdout.strip()[:1] in ("S", "R"), "check mode stopped it"
+    rc, out = run_playbook("teardown.yml", "--tags", "worker", timeout=300)
+    assert rc == 0, out[-3000:]
+    assert "Stopping them (SIGTERM, SIGKILL after 30 s) as the worker is stopped" in " ".join(out.split()), out[-3000:]
+    state = clean_node.sh(f"ps -o stat= -p {engine[0]} || true").stdout.strip()
+    assert state == "" or state.startswith("Z"), f"the worker's stop left the engine running (state {state})"
+    assert container_exists(clean_node), "--tags worker stops the worker, not the container"
 
 
 def _registered_workers():

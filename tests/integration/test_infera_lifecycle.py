@@ -8,7 +8,6 @@ drain before the engine goes. On node 6 (tests/conftest.py: group node-6), besid
 """
 
 import json
-import os
 import re
 import subprocess
 import tempfile
@@ -16,6 +15,7 @@ import threading
 import time
 
 from conftest import node_fixture, node_name
+from faults import playbook_env
 from rehearsal import REPO, router_workers, run_playbook
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
@@ -110,10 +110,9 @@ def test_a_redeploy_after_a_killed_wrapper_is_ready_on_its_own_registration_not_
                 list(client.refresh_lease(dead_lease))
 
         threading.Thread(target=keep_alive, daemon=True).start()
-        env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
         with tempfile.TemporaryFile("w+") as output, subprocess.Popen(
-                ["ansible-playbook", "playbooks/deploy_mixed.yml", "--limit", NODE, "-e", "conc=64"], cwd=REPO, env=env,
-                stdout=output, stderr=subprocess.STDOUT, text=True) as play:
+                ["ansible-playbook", "playbooks/deploy_mixed.yml", "--limit", NODE, "-e", "conc=64"], cwd=REPO,
+                env=playbook_env(), stdout=output, stderr=subprocess.STDOUT, text=True) as play:
             # The new wrapper, once it has started its engine (before that, stopping it would stop the launch).
             deadline = time.monotonic() + 240
             while wrapper is None and time.monotonic() < deadline and play.poll() is None:

@@ -3,8 +3,9 @@
 The router and the worker wrapper here are the real Infera (pinned); only the GPU engine
 under the wrapper is simulated. These tests prove what the collection assumes about them:
 a worker counts as ready once its wrapper registered it and the router lists it (not on a
-record a killed wrapper left under the same id), and a stop lets Infera deregister and
-drain before the engine goes. On node 6 (tests/conftest.py: group node-6), beside node 1's deploy tests.
+record a killed wrapper left under the same id), the record a killed wrapper left is revoked
+by the next launch or stop, and a stop lets Infera deregister and drain before the engine goes.
+On node 6 (tests/conftest.py: group node-6), beside node 1's deploy tests.
 """
 
 import json
@@ -91,7 +92,10 @@ def test_a_redeploy_after_a_killed_wrapper_is_ready_on_its_own_registration_not_
     it while the next launch comes up, under the same worker_id. The readiness wait used to take that listing for the
     new worker: the play moved on, and the router dropped the worker when the old lease ran out, before the new wrapper
     had registered (CI at 1e22424: a sweep's 20 accuracy-smoke requests got 503). Here the dead wrapper's lease is kept
-    alive and the new wrapper is held (SIGSTOP) between the engine's ready line and its registration."""
+    alive and the new wrapper is held (SIGSTOP) between the engine's ready line and its registration. The launch revokes
+    a dead wrapper's lease when it knows the node had a launch (its log link) that did not end in Infera's own stop
+    (test_a_killed_wrappers_record_is_revoked_by_the_next_launch_and_by_a_worker_stop); here the logs were removed, so
+    the record stays, as it does when etcd refuses the revoke."""
     import etcd3
 
     rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
@@ -103,6 +107,7 @@ def test_a_redeploy_after_a_killed_wrapper_is_ready_on_its_own_registration_not_
     wrapper = None
     try:
         clean_node.sh("pkill -KILL -f '^python -m infera[.]engine[.]sglang '")
+        clean_node.sh(f"rm -f {LOGS}/engine.log")
         dead_lease = client.get(key)[1].lease_id
 
         def keep_alive():  # as if the wrapper had died a moment ago, however slow the redeploy
@@ -146,4 +151,73 @@ def test_a_redeploy_after_a_killed_wrapper_is_ready_on_its_own_registration_not_
         stop_keepalive.set()
         if wrapper:
             clean_node.sh(f"kill -CONT {wrapper}", check=False)
+        client.close()
+
+
+def test_a_killed_wrappers_record_is_revoked_by_the_next_launch_and_by_a_worker_stop(clean_node):
+    """SIGKILL on Infera's wrapper revokes nothing: its record stays in etcd until the lease runs out (30 s), and the
+    router keeps sending requests to a port whose engine is stopped next. The worker's stop (here --tags worker, which
+    keeps the container and its router) and the next launch revoke that lease first, as Infera's own stop does. The
+    dead wrapper's lease is kept alive here, so only the revoke can remove the record."""
+    import etcd3
+
+    worker_id = f"{clean_node.address}:30000"
+    key = f"/infera/rehearsal-node-6/{worker_id}"  # the inventory's prefix for this node
+    client = etcd3.client(host="127.0.0.1", port=2379)
+    keepalives = []
+
+    def kill_the_wrapper_and_keep_its_lease():
+        clean_node.sh("pkill -KILL -f '^python -m infera[.]engine[.]sglang '")
+        lease = client.get(key)[1].lease_id
+        stop = threading.Event()
+        keepalives.append(stop)
+
+        def keep_alive():
+            while not stop.wait(3):
+                list(client.refresh_lease(lease))
+
+        threading.Thread(target=keep_alive, daemon=True).start()
+        return lease
+
+    def router_lists():
+        return router_workers(clean_node, CONTAINER, "127.0.0.1")
+
+    try:
+        rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
+        assert rc == 0, out[-3000:]
+        dead = kill_the_wrapper_and_keep_its_lease()
+        assert router_lists() == [worker_id], "the dead wrapper's record"
+
+        rc, out = run_playbook("teardown.yml", "--tags", "worker", "--check", limit=NODE, timeout=300)
+        assert rc == 0, out[-3000:]
+        said = " ".join(out.split())
+        assert f"would revoke (check mode) etcd lease {dead} of {key}" in said, out[-3000:]
+        assert "its launch ended with exit 137" in said, out[-3000:]
+        assert client.get(key)[1].lease_id == dead, "check mode revoked the lease"
+
+        rc, out = run_playbook("teardown.yml", "--tags", "worker", limit=NODE, timeout=300)
+        assert rc == 0, out[-3000:]
+        said = " ".join(out.split())
+        revoked = said.index(f"revoked etcd lease {dead} of {key}")
+        assert revoked < said.index("Stopping them (SIGTERM"), "the record goes before the engine"
+        assert client.get(key)[0] is None, "the dead wrapper's record is still in etcd"
+        deadline = time.monotonic() + 5  # the router hears of the DELETE from its etcd watch
+        while router_lists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert router_lists() == []
+
+        # The next launch after a killed wrapper: the record goes before the new wrapper registers its own.
+        rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
+        assert rc == 0, out[-3000:]
+        dead = kill_the_wrapper_and_keep_its_lease()
+        rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
+        assert rc == 0, out[-3000:]
+        said = " ".join(out.split())
+        assert said.index(f"revoked etcd lease {dead} of {key}") < said.index("Write the launch script if it changed "
+                                                                              "and start the engine"), out[-3000:]
+        assert client.get(key)[1].lease_id not in (0, dead)
+        assert router_lists() == [worker_id]
+    finally:
+        for stop in keepalives:
+            stop.set()
         client.close()

@@ -19,7 +19,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
-from rehearsal import REPO
+from rehearsal import REPO, playbook_env as _rehearsal_env
 
 WORK = "/var/lib/infera/sgl_mix"
 SCALE = "0.05"
@@ -99,8 +99,7 @@ class Row:
 
 def playbook_env(env=None):
     """The environment ansible-playbook runs in here: rehearsal.run_playbook's, unbuffered, plus env."""
-    return {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-            "PYTHONUNBUFFERED": "1", **(env or {})}
+    return _rehearsal_env({"PYTHONUNBUFFERED": "1", **(env or {})})
 
 
 def playbook_process(playbook, *extra, limit, env=None):
@@ -639,8 +638,7 @@ def report_time_cases(results_dir, run_id, work_dir):
     started = time.time()
     process = subprocess.run(["ansible-playbook", "playbooks/report.yml", "-e", "run_dir=" + copy,
                               "-e", "targets_file=" + targets], cwd=REPO, capture_output=True, text=True,
-                             env={**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-                                  "ANSIBLE_NOCOLOR": "1"}, timeout=300, check=False)
+                             env=_rehearsal_env(), timeout=300, check=False)
     took = round(time.time() - started, 2)
     report = ""
     if os.path.exists(os.path.join(copy, "report.md")):

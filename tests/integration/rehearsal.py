@@ -95,16 +95,22 @@ class Node:
         raise AssertionError(f"{self.name}:{container}:{path}: no '{line}' within {timeout} s; last lines:\n{tail}")
 
 
+def playbook_env(env=None):
+    """The environment every ansible-playbook of the tests runs in: the repository's settings (ansible.cfg, the
+    rehearsal inventory), no colour, plus env."""
+    return {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+            **(env or {})}
+
+
 def run_playbook(playbook, *extra, env=None, timeout=900, limit="infera-node-1"):
     """`ansible-playbook playbooks/<playbook>` with the repository's settings: (returncode, stdout + stderr).
 
     The rehearsal inventory holds every node the platform runs; a test runs on `limit`
     (the first node unless it says otherwise; None: all of them).
     """
-    full_env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-                **(env or {})}
     limit_args = ["--limit", limit] if limit else []
-    result = subprocess.run(["ansible-playbook", f"playbooks/{playbook}", *limit_args, *extra], cwd=REPO, env=full_env,
+    result = subprocess.run(["ansible-playbook", f"playbooks/{playbook}", *limit_args, *extra], cwd=REPO,
+                            env=playbook_env(env),
                             capture_output=True, text=True, timeout=timeout, check=False)
     return result.returncode, result.stdout + result.stderr
 

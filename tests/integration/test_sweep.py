@@ -5,7 +5,6 @@ Small lengths and concurrencies; every number here is SIMULATED.
 
 import csv
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -14,7 +13,7 @@ import time
 import pytest
 
 from conftest import NODE
-from rehearsal import REPO
+from rehearsal import REPO, playbook_env
 TARGETS = REPO / "tests" / "integration" / "data" / "targets-rehearsal-64x64.yml"
 LENGTHS = {"sweep_random_input_len": 64, "sweep_random_output_len": 64}
 NO_LEVER = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": "0.05", "SGLANG_OPT_USE_FUSED_COMPRESS": None},
@@ -33,8 +32,7 @@ def sweep_command(results, run_id, concurrencies, **extra):
 
 
 def run(cmd):
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    result = subprocess.run(cmd, cwd=REPO, env=playbook_env(), capture_output=True, text=True, timeout=900, check=False)
     return result.returncode, result.stdout + result.stderr
 
 
@@ -91,9 +89,8 @@ def test_full_recipe_meets_the_targets_and_a_missing_lever_fails_them(node, resu
 def test_a_worker_dying_mid_point_aborts_and_reports_it(node, results, tmp_path):
     run_id = f"worker-dies-{time.time_ns()}"
     cmd = sweep_command(results, run_id, [16], sweep_random_output_len=512, sweep_below_target="ignore")
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     output = tmp_path / "play.log"
-    with output.open("w") as log, subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT) as play:
+    with output.open("w") as log, subprocess.Popen(cmd, cwd=REPO, env=playbook_env(), stdout=log, stderr=subprocess.STDOUT) as play:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and play.poll() is None:
             if node.sh(f"pgrep -f 'sglang.bench_serving.*{run_id}'", check=False).returncode == 0:

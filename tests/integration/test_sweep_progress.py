@@ -6,13 +6,12 @@ is SIMULATED.
 """
 
 import json
-import os
 import re
 import subprocess
 import time
 
 from conftest import NODE
-from rehearsal import REPO
+from rehearsal import REPO, playbook_env
 
 # The rehearsal node's engine is simulated: each progress line says so after the node's name.
 PROGRESS = re.compile(r"^(?P<host>\S+): \[SIMULATED engine\] point 1/1 c4 (?P<variant>\w+): main (?P<done>\d+)/(?P<total>\d+) requests, "
@@ -25,8 +24,8 @@ def test_a_point_longer_than_the_interval_prints_growing_progress(node, tmp_path
     settings = {"concurrencies": [4], "run_id": run_id, "sweep_results_dir": str(results),
                 "sweep_random_input_len": 64, "sweep_random_output_len": 256, "sweep_prompts_per_conc": 10,
                 "sweep_progress_interval": 2, "sweep_below_target": "ignore"}
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    play = subprocess.run(["ansible-playbook", "playbooks/sweep.yml", "--limit", "infera-node-1", "-e", json.dumps(settings)], cwd=REPO, env=env,
+    play = subprocess.run(["ansible-playbook", "playbooks/sweep.yml", "--limit", "infera-node-1", "-e", json.dumps(settings)], cwd=REPO,
+                          env=playbook_env(),
                           capture_output=True, text=True, timeout=900, check=False)
     out = play.stdout + play.stderr
     assert play.returncode == 0, out[-4000:]

@@ -10,7 +10,6 @@ differences listed in ALLOWED may appear; any other is printed.
 """
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -18,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from rehearsal import REPO, Node, Walkthrough, platform_up
+from rehearsal import REPO, Node, Walkthrough, platform_up, playbook_env
 
 CONTAINER = "sgl_mix"
 WORK_DIR = "/var/lib/infera/sgl_mix"
@@ -63,8 +62,7 @@ def values(platform, node):
 
 
 def playbook(*args):
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    result = subprocess.run(["ansible-playbook", "--limit", "infera-node-1", *args], cwd=REPO, env=env, capture_output=True, text=True,
+    result = subprocess.run(["ansible-playbook", "--limit", "infera-node-1", *args], cwd=REPO, env=playbook_env(), capture_output=True, text=True,
                             timeout=900, check=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
 

@@ -5,10 +5,7 @@ whose inventory does not parse instead of running every play on no host and exit
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleError
@@ -16,7 +13,8 @@ from ansible.inventory.data import InventoryData
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader, inventory_loader
 
-REPO = Path(__file__).resolve().parents[2]
+from local_ansible import ANSIBLE_PLAYBOOK, REPO, ansible_env
+
 CONFIG = REPO / "inventories" / "rehearsal" / "nodes.docker.yml"
 NODES = ("infera-node-1", "infera-node-2")
 
@@ -82,10 +80,9 @@ def test_any_other_docker_error_is_not_retried():
 def test_a_run_whose_inventory_does_not_parse_fails_instead_of_doing_nothing(tmp_path):
     broken = tmp_path / "nodes.docker.yml"
     broken.write_text("plugin: rehearsal_nodes\ndocker_host: unix:///nonexistent/docker.sock\n")
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(broken),
+    result = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(broken),
                              "playbooks/deploy_mixed.yml", "--limit", "infera-node-1", "-e", "conc=64"],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+                            cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
     out = result.stdout + result.stderr
     assert result.returncode != 0, out[-3000:]
     # The cause first (the plugin's own), then the verdict.

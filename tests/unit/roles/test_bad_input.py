@@ -3,16 +3,14 @@ line naming the variable, before any node is changed: run on a local host (no no
 call reached). The messages' wording is the one users see; each case fails if its check goes."""
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
+from local_ansible import ANSIBLE_PLAYBOOK, REPO, ansible_env
+
 ACCEPTED_CONC = "expected a positive integer, a list of positive integers, or a comma/space-separated string such as '32,64,128'"
 # The first tasks that change or inspect the node's containers: none may run after bad input.
 NODE_STAGES = ("Container |", "Preflight |", "Router |", "Sweep | Check the router answers")
@@ -25,10 +23,8 @@ def run(tmp_path, playbook, *extra):
         "infera_image=registry.example.com/sglang:dsv4", f"infera_hf_cache={tmp_path}/hf",
         f"infera_model_path={tmp_path}/hf/model", "infera_etcd_endpoint=http://127.0.0.1:2379",
         "infera_advertise_host=127.0.0.1"]) + "\n")
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections")}
     # From tmp_path, as a shell started there, so the sweep's default results folder ($PWD/results) is the test's own.
-    env["PWD"] = str(tmp_path)
+    env = ansible_env(PWD=str(tmp_path))
     result = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(REPO / "playbooks" / playbook), *extra],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
     return result.returncode, (result.stdout + result.stderr).splitlines()

@@ -3,23 +3,20 @@ infera_etcd_endpoint when given, else the etcd playbooks/etcd.yml runs on the in
 neither is one line before anything starts. Run through Ansible on local hosts (no node needed)."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from local_ansible import ANSIBLE_PLAYBOOK, REPO, ansible_env
+
 PLAYBOOK = Path(__file__).parent / "playbooks" / "etcd_endpoint.yml"
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 
 
 def run(tmp_path, playbook, inventory_lines, *extra):
     inventory = tmp_path / "hosts.ini"
     inventory.write_text("\n".join(inventory_lines) + "\n")
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections")}
     return subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(playbook), *extra],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+                          cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
 
 
 def endpoints(tmp_path, *inventory_lines):

@@ -2,14 +2,13 @@
 worker is checked and verified through, run through Ansible on three local hosts (no node needed)."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from local_ansible import ANSIBLE_PLAYBOOK, REPO, ansible_env
+
 PLAYBOOK = Path(__file__).parent / "playbooks" / "router_hosts.yml"
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 
 
 def routers(tmp_path, routers_group=(), **extra_vars):
@@ -21,11 +20,9 @@ def routers(tmp_path, routers_group=(), **extra_vars):
     inventory.write_text("\n".join(lines) + "\n")
     out = tmp_path / "routers"
     out.mkdir()
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-           "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections")}
     result = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(PLAYBOOK),
                              "-e", json.dumps({"out": str(out), **extra_vars})],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+                            cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     return {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
 

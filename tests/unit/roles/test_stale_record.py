@@ -3,14 +3,13 @@
 the endpoint), which lease to revoke and what the play says. Run through Ansible on the controller (no node)."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from local_ansible import ANSIBLE_PLAYBOOK, REPO, ansible_env
+
 PLAYBOOK = Path(__file__).parent / "playbooks" / "stale_record.yml"
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 KEY = "/infera/workers/10.0.0.7:30000"
 
 
@@ -25,12 +24,10 @@ def found(wrapper=False, exit_code=None, log=True):
 def decide(tmp_path, *cases):
     out = tmp_path / "out"
     out.mkdir()
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections")}
     result = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", str(PLAYBOOK),
                              "-e", json.dumps({"out": str(out), "cases": list(cases),
                                                "ansible_python_interpreter": sys.executable})],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+                            cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     return {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
 

@@ -1,7 +1,6 @@
 """The worker role's selection step, run through Ansible on localhost (no node needed)."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,21 +8,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+from local_ansible import ANSIBLE_PLAYBOOK, REPO, ansible_env
+
 PLAYBOOK = Path(__file__).parent / "playbooks" / "select.yml"
 # The venv's own, whatever ansible-playbook comes first on PATH.
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 DEV_PLANE = ["--discovery-backend", "--request-transport", "--kv-event-transport"]
 
 
 def select(tmp_path, **extra_vars):
     out = tmp_path / "selected.json"
-    env = {**os.environ, "LANG": "C.UTF-8", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-           "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections")}
     result = subprocess.run(
         [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", str(PLAYBOOK),
          "-e", json.dumps({"out": str(out), "ansible_python_interpreter": sys.executable, **extra_vars})],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+        cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     return json.loads(out.read_text())
 

@@ -49,8 +49,10 @@ def test_only_a_launch_that_did_not_end_in_infera_s_own_stop_is_looked_for_in_et
 
 def test_etcd_is_reached_as_infera_reads_the_endpoint(tmp_path):
     # infera/common/discovery.py _normalize_endpoint: a URL as it is, host:port over http, a bare host on 2379.
-    seen = decide(tmp_path, {"name": "url", "endpoint": "https://etcd.example.net:2379/"},
-                  {"name": "host_port", "endpoint": "10.0.0.5:2390"}, {"name": "host", "endpoint": "etcd-1"})
+    killed = found(exit_code="137")
+    seen = decide(tmp_path, {"name": "url", "endpoint": "https://etcd.example.net:2379/", "found": killed},
+                  {"name": "host_port", "endpoint": "10.0.0.5:2390", "found": killed},
+                  {"name": "host", "endpoint": "etcd-1", "found": killed})
     assert {name: case["url"] for name, case in seen.items()} == {
         "url": "https://etcd.example.net:2379", "host_port": "http://10.0.0.5:2390", "host": "http://etcd-1:2379"}
 

@@ -46,6 +46,9 @@ def worker(etcd, router, model_dir, dev_root, tmp_path_factory):
                    log_dir, "wrapper")
     try:
         router.wait_for_workers(1, timeout=60)
+        # The router lists the worker as soon as the wrapper's put reaches etcd; the wrapper logs the registration
+        # after the put returns (infera/common/registration.py), a moment later on a loaded machine.
+        process.wait_for(f"registered with etcd as worker 127.0.0.1:{port}", timeout=30)
         yield Worker(process, port)
     finally:
         process.kill()

@@ -78,8 +78,13 @@ def test_a_router_crash_mid_sweep_marks_the_point_keeps_the_earlier_one_and_a_re
     assert NODE in row.message and "stage sweep c16" in row.message, row.message
     message = row.output[row.output.index("stopped answering during the point"):]
     for words in ("Cause: the router process exited", "Next step: read /var/lib/infera/sgl_mix/logs/router.log",
-                  "Last lines of the router log: INFO:", '"POST /v1/completions HTTP/1.1" 200 OK'):
+                  "Last lines of the router log: INFO:"):
         assert words in message, f"{words!r} missing from:\n{message[:3000]}"
+    # The tail is the router's own traffic: Infera's router logs its pick when a request arrives and the access line
+    # only once the worker's first token is back (infera/router/mixed.py), so with 16 requests in flight the last 20
+    # lines may all be picks; either line is the router's, routing to this node.
+    assert (f"picked={node.address}:30000" in message or '"POST /v1/completions HTTP/1.1" 200 OK' in message), \
+        f"no request line of the router in:\n{message[:3000]}"
     # c4 stayed valid; the rerun started the router again (the router role) and ran c16 once, c4 not again.
     assert row.results_kept == "1 of 1 earlier point; rerun ok: c4 resumed, c16 ok; c16 jsonl 1 line(s)", \
         row.output[-4000:]

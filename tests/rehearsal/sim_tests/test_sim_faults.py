@@ -82,7 +82,10 @@ def jit_size(directory):
 def test_hang_stops_all_progress(launch, sim_env, model_dir, tmp_path):
     engine, url = start_engine(launch, sim_env, model_dir, "hang")
     engine.wait_for("Capturing batches")
-    time.sleep(1.5)  # far longer than the rest of the capture would take
+    # The simulator hangs before capture total // 2 (its JIT file is written before its line), so the line before it
+    # is the last one: wait for that line; a fixed sleep raced the captures still to come on a loaded machine.
+    total = int(re.search(r"Capturing batches \(bs=\d+ avail_mem=\S+\): 1/(\d+)", engine.stderr).group(1))
+    engine.wait_for(f": {total // 2 - 1}/{total}")
     log, size = engine.stderr, jit_size(tmp_path / "jit")
     time.sleep(1.0)
     assert engine.process.poll() is None

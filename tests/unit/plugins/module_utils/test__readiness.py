@@ -68,10 +68,12 @@ class Writer(threading.Thread):
         self.exit_file = exit_file
         self.exit_code = exit_code
         self.wrote_at = {}
+        self.stop = threading.Event()
 
     def run(self):
         for delay, text in self.items:
-            time.sleep(delay)
+            if self.stop.wait(delay):
+                return
             with open(self.path, 'a') as handle:
                 handle.write(text)
             self.wrote_at[text] = time.time()
@@ -512,11 +514,13 @@ def test_the_wrappers_heartbeat_is_not_progress(node):
 
 def test_engine_lines_between_heartbeats_are_progress(node):
     node.write('\n'.join(LAUNCH[:5]) + '\n')
+    # An engine line every 0.2 s, a stall timeout five times that: only the deadline may end the wait.
     items = [(0.1, (HEARTBEAT % second if second % 2 else 'Capturing batches (bs=64 avail_mem=96.9GB): 2/3') + '\n')
-             for second in range(20)]
+             for second in range(60)]
     writer = Writer(node.log, items)
     writer.start()
-    message, details = failure(node.params(stall_timeout=0.5, deadline=1.5))
+    message, details = failure(node.params(stall_timeout=1.0, deadline=2.0))
+    writer.stop.set()
     writer.join()
     assert details['phase'] == 'timed_out', message
 
@@ -535,12 +539,15 @@ def test_missing_log_stalls_with_its_own_cause(node):
 
 
 def test_deadline_fails_even_while_the_log_grows(node):
-    writer = Writer(node.log, lines(*(['Load weight begin'] + ['still loading'] * 40), delay=0.05))
+    # The log grows for 6 s, far past the 1 s deadline, and no stall can come first: the wait must end on the
+    # deadline, not after the last line.
+    writer = Writer(node.log, lines(*(['Load weight begin'] + ['still loading'] * 120), delay=0.05))
     writer.start()
-    message, details = failure(node.params(stall_timeout=0.5, deadline=1.0))
+    message, details = failure(node.params(stall_timeout=2.0, deadline=1.0))
+    writer.stop.set()
     writer.join()
     assert details['phase'] == 'timed_out'
-    assert 1.0 <= details['elapsed'] < 10
+    assert 1.0 <= details['elapsed'] < 5
     assert 'timed out during stage loading_weights' in message
     assert 'deadline 1 s' in details['cause']
 
@@ -564,7 +571,7 @@ def test_watch_dir_growth_postpones_the_stall(node):
 
     builder = threading.Thread(target=build_kernels, daemon=True)
     builder.start()
-    result = wait_until_ready(node.params(stall_timeout=0.6, max_wait=1.6,
+    result = wait_until_ready(node.params(stall_timeout=1.0, max_wait=1.6,
                                           watch_dirs=[node.jit, node.jit + '-missing']))
     assert result['ready'] is False
     assert result['phase'] == 'capturing_cuda_graph'

@@ -5,7 +5,10 @@ infera.server: GET /health {"status", "active_workers"}, GET /v1/workers, POST /
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -113,6 +116,52 @@ def test_a_router_that_does_not_answer_reports_its_error():
     assert result['router_ok'] is False
     assert result['health'] is None
     assert result['health_error']
+
+
+def test_a_router_process_that_is_gone_ends_the_wait_at_that_look():
+    # A router that exits at its start: the wait stops at the first look that finds no process, not at the timeout
+    # (counted, not timed).
+    answers = iter([True, True, False])
+    looks = []
+
+    def alive():
+        looks.append(1)
+        return next(answers)
+
+    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=30, poll=0.01, alive=alive)
+    assert result['exited'] is True and result['ok'] is False
+    assert len(looks) == 3
+    assert result['health'] is None and result['health_error']
+    assert result['waited'] < 30
+
+
+def test_a_running_router_process_is_waited_out_and_a_healthy_router_is_not_looked_for():
+    looks = []
+    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=0.2, poll=0.05,
+                                        alive=lambda: looks.append(1) or True)
+    assert result['exited'] is False and result['ok'] is False
+    assert len(looks) >= 2
+    with Router([]) as router:
+        healthy = _router_check.check_router(router.url, 0, timeout=5, alive=lambda: looks.append('asked') or False)
+    assert healthy['ok'] is True and healthy['exited'] is False
+    assert 'asked' not in looks
+
+
+def test_the_router_process_is_looked_for_in_the_containers_pid_namespace_on_the_real_proc():
+    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', 'router-check-probe'])
+    try:
+        params = _params('http://127.0.0.1:9', timeout=10, poll=0.05, container_pid=os.getpid(),
+                         process_pattern=r'-c import time.* router-check-probe$|no-such-script[.]sh')
+        # The probe runs: the wait goes on while the router does not answer, until the probe is gone.
+        threading.Timer(0.5, child.kill).start()
+        result = _router_check.run(params)
+    finally:
+        child.kill()
+        child.wait()
+    assert result['router_exited'] is True and result['router_ok'] is False
+    assert 0.4 <= result['router_waited'] < 10
+    plain = _router_check.run(_params('http://127.0.0.1:9', timeout=0.2))
+    assert plain['router_exited'] is False
 
 
 def test_an_empty_or_refused_completion_is_reported_with_its_status():

@@ -124,6 +124,30 @@ def test_a_router_that_exits_at_its_start_is_named_with_its_log_at_once(clean_no
         "a worker started behind a router that is down"
 
 
+def test_a_router_whose_etcd_never_answers_is_waited_for_while_it_runs_then_named_when_it_exits(clean_node):
+    """An etcd endpoint that accepts the connection and never answers: Infera's router runs, not answering /health,
+    until its first read of the workers times out (httpx, 10 s; infera/common/discovery.py Registry.start), then
+    exits. The wait must take the running router for running (the role's process pattern matches Infera's real
+    router: a pattern that matched nothing would end the wait at its first look) and report the exit after it."""
+    port = 23799
+    clean_node.sh(f"nohup python3 -c 'import socket, time; s = socket.socket(); "
+                  f"s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"127.0.0.1\", {port})); "
+                  f"s.listen(16); time.sleep(120)' silent-etcd >/dev/null 2>&1 &")
+    try:
+        rc, out = deploy("-e", "conc=64", "-e", f"router_etcd_endpoint=http://127.0.0.1:{port}")
+    finally:
+        clean_node.sh("pkill -f 'time.sleep.120. silent-[e]tcd' || true")
+    assert rc != 0, out[-3000:]
+    text = " ".join(out.split())
+    exited = re.search(r"stage router: the router exited at its start, before /health answered \{\"status\": \"ok\"\} "
+                       r"\(its process was gone ([0-9.]+) s into the wait\)", text)
+    assert exited, out[-3000:]
+    assert float(exited.group(1)) >= 5, exited.group(0)
+    assert f"Next step: check the etcd endpoint http://127.0.0.1:{port}" in text, out[-3000:]
+    assert "httpx.ReadTimeout" in out, out[-3000:]
+    assert "SGLang worker | Write the launch script if it changed and start the engine" not in out
+
+
 def test_raising_capture_size_warns_about_memory(clean_node):
     rc, out = deploy("-e", "conc=64", "-e", "sglang_worker_cuda_graph_max_bs=160", "--check")
     assert rc == 0, out[-3000:]

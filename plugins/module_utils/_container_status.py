@@ -12,6 +12,8 @@ the container, stat or slurp of each file): each node task costs a connection an
 line the way `pgrep -a -f` inside the container matches them, with the pid the container sees (the last
 NSpid field). Each path: whether it exists, its kind (file, directory, device) and mode, and of a regular
 file its SHA-1 (what ansible.builtin.template compares) and first lines; a secret file (exists_only) only whether it exists.
+With wait_healthy, after the look: the wait until a service in the container answers healthy, or its process ended
+(wait_healthy()).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ import hashlib
 import os
 import re
 import stat
+import time
 from urllib.parse import quote
 
+from ansible_collections.infera.serving.plugins.module_utils._health import get_text
 from ansible_collections.infera.serving.plugins.module_utils._preflight import docker_json, pid_namespace, read_command_line
 
 ARGUMENT_SPEC = dict(
@@ -31,6 +35,13 @@ ARGUMENT_SPEC = dict(
     exists_only=dict(type='dict', default={}),
     image=dict(type='str'),
     head_lines=dict(type='int', default=5),
+    wait_healthy=dict(type='dict', options=dict(
+        url=dict(type='str', required=True),
+        expect=dict(type='str', default=''),
+        timeout=dict(type='float', default=60.0),
+        poll=dict(type='float', default=0.5),
+        restart_count=dict(type='int'),
+    )),
     docker_socket=dict(type='path', default='/var/run/docker.sock'),
     timeout=dict(type='float', default=5.0),
 )
@@ -142,6 +153,64 @@ def file_state(path, head_lines):
     return result
 
 
+def _run_state(socket_path, name, timeout):
+    """(exists, running, pid, restart count, Docker's status word, exit code) of the named container."""
+    inspect = docker_json(socket_path, '/containers/%s/json' % quote(name, safe=''), timeout)
+    if not inspect:
+        return {'exists': False, 'running': False, 'pid': 0, 'restart_count': 0, 'status': 'gone', 'exit_code': None}
+    state = inspect.get('State') or {}
+    return {'exists': True, 'running': bool(state.get('Running')) and not state.get('Restarting'),
+            'pid': int(state.get('Pid') or 0), 'restart_count': int(inspect.get('RestartCount') or 0),
+            'status': state.get('Status', ''), 'exit_code': state.get('ExitCode')}
+
+
+def wait_healthy(socket_path, name, spec, docker_timeout, clock=time.monotonic, sleep=time.sleep):
+    """Ask spec['url'] every spec['poll'] s until it answers 200 with a body that spec['expect'] (a regular
+    expression) matches, or the container's process has ended, or spec['timeout'] s have passed.
+
+    The container's process has ended when the container no longer runs (it exited, or Docker is waiting to
+    restart it), or when it runs again under another pid or with more restarts than spec['restart_count'] (the
+    count its start reported; else the first look's): a service that exits at its start under a restart policy
+    crash-loops, and waiting out the timeout would tell nothing more. What answers the URL is asked first, so a
+    healthy answer from another process on the port still ends the wait as healthy (the caller checks who answered).
+
+    Returns ended ('healthy', 'exited', 'restarted', 'gone', 'timeout'), healthy, waited (s), looks, the last
+    answer (status, body, error) and the container's last state (running, pid, restart_count, status, exit_code).
+    """
+    expect = re.compile(spec.get('expect') or '')
+    started = clock()
+    deadline = started + spec['timeout']
+    baseline = spec.get('restart_count')
+    first_pid = None
+    looks = 0
+    while True:
+        looks += 1
+        request_timeout = max(0.5, min(5.0, deadline - clock()))
+        status, body, error = get_text(spec['url'], request_timeout)
+        state = _run_state(socket_path, name, docker_timeout)
+        if status == 200 and expect.search(body):
+            ended = 'healthy'
+        elif not state['exists']:
+            ended = 'gone'
+        elif not state['running']:
+            ended = 'exited'
+        elif ((first_pid is not None and state['pid'] != first_pid)
+              or (baseline is not None and state['restart_count'] > baseline)):
+            ended = 'restarted'
+        elif clock() >= deadline:
+            ended = 'timeout'
+        else:
+            ended = ''
+        if first_pid is None:
+            first_pid = state['pid']
+            if baseline is None:
+                baseline = state['restart_count']
+        if ended:
+            return {'ended': ended, 'healthy': ended == 'healthy', 'waited': round(clock() - started, 2),
+                    'looks': looks, 'status': status, 'body': body[-2000:], 'error': error, 'container': state}
+        sleep(spec['poll'])
+
+
 def container_status(params):
     """The module's result from its parameters."""
     for name, pattern in params['processes'].items():
@@ -153,6 +222,17 @@ def container_status(params):
         for name, path in params[option].items():
             if not isinstance(path, str) or not os.path.isabs(path):
                 raise ContainerStatusError('%s.%s must be an absolute path on the node, got %r' % (option, name, path))
+    wait = params.get('wait_healthy')
+    if wait:
+        if not re.match(r'https?://[^/]', wait['url'] or ''):
+            raise ContainerStatusError('wait_healthy.url must be an http(s):// URL, got %r' % wait['url'])
+        try:
+            re.compile(wait['expect'] or '')
+        except re.error as error:
+            raise ContainerStatusError('wait_healthy.expect is not a valid regular expression (%s): %r' % (error, wait['expect']))
+        if not wait['poll'] > 0 or wait['timeout'] < 0:
+            raise ContainerStatusError('wait_healthy.poll must be above 0 and wait_healthy.timeout at least 0, got %r and %r'
+                                       % (wait['poll'], wait['timeout']))
     container = container_state(params['docker_socket'], params['container'], params['timeout'])
     result = {
         'container': container,
@@ -162,4 +242,6 @@ def container_status(params):
     }
     if params.get('image'):
         result['image'] = image_state(params['docker_socket'], params['image'], params['timeout'])
+    if wait:
+        result['health'] = wait_healthy(params['docker_socket'], params['container'], wait, params['timeout'])
     return result

@@ -29,6 +29,18 @@ def probe_health(url, timeout):
         return getattr(error, 'code', None), str(error)
 
 
+def get_text(url, timeout):
+    """Return (status code or None, body text or '', error text or None) for a GET of url; never raises."""
+    try:
+        response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
+        try:
+            return response.getcode(), response.read().decode('utf-8', 'replace'), None
+        finally:
+            response.close()
+    except Exception as error:  # pylint: disable=broad-except
+        return getattr(error, 'code', None), '', str(error)
+
+
 def get_json(url, timeout):
     """Return (status code or None, parsed JSON body or None, error text or None) for a GET of url.
 

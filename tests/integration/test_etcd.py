@@ -172,6 +172,30 @@ def test_another_etcd_on_the_port_is_named_not_taken_for_this_one(node, settings
     assert "address already in use" in text, out[-3000:]
 
 
+def test_an_etcd_that_exits_at_its_start_is_named_at_its_first_exit_not_after_the_timeout(node):
+    # Another process holds the peer port: etcd exits at its start ("bind: address already in use") and Docker's
+    # restart policy restarts it again and again. The wait ends at the first exit and names it; before, it polled
+    # /health for the whole etcd_health_timeout (60 s) and then said only that /health did not answer.
+    marker = "infera-test-holds-etcd-peer-port"
+    node.sh("nohup python3 -c 'import socket, sys, time; s = socket.socket(); s.bind((\"0.0.0.0\", 2380)); "
+            f"s.listen(); time.sleep(600)' {marker} >/dev/null 2>&1 &")
+    try:
+        deadline = time.monotonic() + 10
+        while ":2380 " not in node.sh("ss -Hltn", check=False).stdout and time.monotonic() < deadline:
+            time.sleep(0.2)
+        rc, out = etcd_play()
+    finally:
+        node.sh(f"pkill -f '[{marker[0]}]{marker[1:]}' || true")  # the bracket: not this shell, whose line has it too
+    assert rc != 0, out[-3000:]
+    text = flat(out)
+    exited = re.search(rf"{NODE}: stage etcd: etcd exited at its start, before {re.escape(LOCAL)}/health answered "
+                       r'\{"health":"true"\}: the container had (?:stopped|restarted) ([0-9.]+) s into the wait \(last answer: ', text)
+    assert exited, out[-3000:]
+    assert float(exited.group(1)) < 60, f"the wait ran to its timeout: {exited.group(0)}"
+    assert "address already in use" in text, out[-3000:]
+    assert f"Container {CONTAINER} (" in text and "Then rerun; the data in" in text, out[-3000:]
+
+
 def test_more_than_one_host_is_refused_before_anything_changes(node):
     # The other host is node 6 (another group's): the refusal runs on the controller and reaches no node.
     hosts = f"{node_name(6)},{NODE}"

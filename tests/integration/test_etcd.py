@@ -114,6 +114,10 @@ def test_data_survives_restart_and_replacement_and_a_second_run_changes_nothing(
     assert rc == 0, out[-3000:]
     assert f"set infera_etcd_endpoint: {endpoint}" in flat(out), out[-3000:]
     assert changed_count(out) > 0
+    # The address comes from the playbooks' one way of learning it (tasks/node_address.yml), not from gathering
+    # the network facts (the role's fallback when it runs without it: a skipped task prints no banner).
+    assert "Node address | Learn the node's default address" in out, out[-3000:]
+    assert "Etcd | Learn the node's default address to advertise" not in out, out[-3000:]
 
     # Listening on the node's address (what routers and workers use), not only on loopback.
     wait_healthy(node, endpoint, timeout=10)

@@ -87,6 +87,38 @@ def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
     assert took < DRAIN_TIMEOUT + 60, f"teardown took {took:.0f} s"
 
 
+def test_a_router_that_outlives_its_stop_is_named_and_nothing_after_it_runs(clean_node):
+    """Infera's router, held (SIGSTOP) so the teardown's SIGTERM stays pending: the stop waits router_stop_timeout,
+    then fails naming the node, the stage, the pids and the next step with the router log's tail, and the container is
+    not removed under it. Before, the wait ran out silently and the play went on."""
+    router = "'^python -m infera[.]server '"
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
+    assert rc == 0, out[-3000:]
+    # The worker first (a held router would leave the worker stop's router check waiting for answers).
+    rc, out = run_playbook("teardown.yml", "--tags", "worker", limit=NODE, timeout=300)
+    assert rc == 0, out[-3000:]
+    held = clean_node.sh(f"docker exec {CONTAINER} pgrep -f {router}").stdout.split()
+    assert len(held) == 1, held
+    clean_node.sh(f"docker exec {CONTAINER} pkill -STOP -f {router}")
+    try:
+        rc, out = run_playbook("teardown.yml", "-e", "router_stop_timeout=10", limit=NODE, timeout=300)
+    finally:
+        clean_node.sh(f"docker exec {CONTAINER} pkill -CONT -f {router}", check=False)
+    assert rc != 0, out[-3000:]
+    said = " ".join(out.split())
+    assert (f"{NODE}: stage router stop: the router is still running 10 s after SIGTERM (pids {held[0]} in "
+            f"{CONTAINER}).") in said, out[-3000:]
+    assert "Next step: docker exec sgl_mix ps -o pid,stat,args;" in said, out[-3000:]
+    assert f"Last lines of {LOGS}/router.log:" in said, out[-3000:]
+    assert "Container | Remove the worker container" not in out, "the play went on after the router's stop failed"
+    assert clean_node.sh(f"docker ps -q --filter name=^{CONTAINER}$").stdout.strip(), "the container was removed"
+
+    # Let go, the router ends on the SIGTERM it was sent; the rerun finds no router and removes the container.
+    rc, out = run_playbook("teardown.yml", limit=NODE, timeout=300)
+    assert rc == 0, out[-3000:]
+    assert not clean_node.sh(f"docker ps -aq --filter name=^{CONTAINER}$").stdout.strip()
+
+
 def test_a_redeploy_after_a_killed_wrapper_is_ready_on_its_own_registration_not_the_dead_wrappers_record(clean_node):
     """A wrapper killed with SIGKILL leaves its record (key host:port) on a lease alive for up to 30 s. The router lists
     it while the next launch comes up, under the same worker_id. The readiness wait used to take that listing for the

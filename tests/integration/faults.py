@@ -231,8 +231,9 @@ def manifest_points(results_dir, run_id, host):
 
 def kill_mid_sweep(node, results_dir, case, kill, reported, run_id=None, extra=None):
     """Run the c4, c16 sweep and, 3 s into c16's measurement, run the kill script on the node (or call kill with the
-    controller's process). The Row times the first output line containing `reported` from the kill; results kept
-    counts c4, valid on the controller."""
+    controller's process; it may return the time it sent its signal, else the time it returned is the kill's). The
+    Row times the first output line containing `reported` from the kill; results kept counts c4, valid on the
+    controller."""
     run_id = run_id or f"fault-{case.split('.')[0]}-{time.time_ns()}"
     process = sweep_process(node, {**sweep_settings(run_id, results_dir), **(extra or {})})
     lines, killed_at = [], None
@@ -243,10 +244,16 @@ def kill_mid_sweep(node, results_dir, case, kill, reported, run_id=None, extra=N
         if node.sh("pgrep -f 'sglang.bench_serving.*--max-concurrency 16 '", check=False).returncode == 0:
             time.sleep(3)  # mid-point: the client is measuring
             if callable(kill):
-                kill(process)
+                # Its own stamp, taken just before the signal: the reader thread may stamp the play's answer before
+                # this thread runs again (CI at 8e13744: "User interrupted execution" stamped before a stamp taken
+                # after os.killpg returned, on a loaded machine, so the case read as never reported).
+                stamp = kill(process)
+                killed_at = stamp if stamp is not None else time.time()
             else:
+                # Stamped before: the play may report the kill before `docker exec` returns on a loaded machine. The
+                # time from the kill includes the exec's start (~0.1 s), never less than the play took.
+                killed_at = time.time()
                 node.sh(kill)
-            killed_at = time.time()
         time.sleep(0.2)
     process.wait(timeout=600)
     reader.join()
@@ -488,7 +495,9 @@ def bench_client_killed_then_interrupted(node, results_dir):
 
     def interrupt(process):
         node.sh(f"pkill -STOP -f {client}", check=False)  # first, so the SIGINT's report comes after the kill's stamp
+        stamp = time.time()
         os.killpg(process.pid, signal.SIGINT)
+        return stamp
 
     interrupted, _run_id = kill_mid_sweep(node, results_dir, "12. the controller is interrupted (SIGINT) mid-sweep",
                                           interrupt, "User interrupted execution", run_id=run_id, extra=longer)

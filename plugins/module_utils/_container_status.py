@@ -25,7 +25,7 @@ import stat
 import time
 from urllib.parse import quote
 
-from ansible_collections.infera.serving.plugins.module_utils._health import get_text
+from ansible_collections.infera.serving.plugins.module_utils._health import get_text, wait_until
 from ansible_collections.infera.serving.plugins.module_utils._preflight import docker_json, pid_namespace, read_command_line
 
 ARGUMENT_SPEC = dict(
@@ -55,9 +55,14 @@ class ContainerStatusError(Exception):
     """A bad argument: the task fails with this message."""
 
 
+def _inspect(socket_path, name, timeout):
+    """Docker's inspect of the named container (GET /containers/<name>/json), None when there is none."""
+    return docker_json(socket_path, '/containers/%s/json' % quote(name, safe=''), timeout)
+
+
 def container_state(socket_path, name, timeout):
     """The named container as the engine reports it: exists, running, id, image, pid and its root filesystem."""
-    inspect = docker_json(socket_path, '/containers/%s/json' % quote(name, safe=''), timeout)
+    inspect = _inspect(socket_path, name, timeout)
     if not inspect:
         return dict(_NO_CONTAINER)
     state = inspect.get('State') or {}
@@ -155,7 +160,7 @@ def file_state(path, head_lines):
 
 def _run_state(socket_path, name, timeout):
     """(exists, running, pid, restart count, Docker's status word, exit code) of the named container."""
-    inspect = docker_json(socket_path, '/containers/%s/json' % quote(name, safe=''), timeout)
+    inspect = _inspect(socket_path, name, timeout)
     if not inspect:
         return {'exists': False, 'running': False, 'pid': 0, 'restart_count': 0, 'status': 'gone', 'exit_code': None}
     state = inspect.get('State') or {}
@@ -179,14 +184,11 @@ def wait_healthy(socket_path, name, spec, docker_timeout, clock=time.monotonic, 
     """
     expect = re.compile(spec.get('expect') or '')
     started = clock()
-    deadline = started + spec['timeout']
-    baseline = spec.get('restart_count')
-    first_pid = None
-    looks = 0
-    while True:
-        looks += 1
-        request_timeout = max(0.5, min(5.0, deadline - clock()))
-        status, body, error = get_text(spec['url'], request_timeout)
+    seen = {'looks': 0, 'first_pid': None, 'baseline': spec.get('restart_count')}
+
+    def look():
+        seen['looks'] += 1
+        status, body, error = get_text(spec['url'], max(0.5, min(5.0, started + spec['timeout'] - clock())))
         state = _run_state(socket_path, name, docker_timeout)
         if status == 200 and expect.search(body):
             ended = 'healthy'
@@ -194,21 +196,21 @@ def wait_healthy(socket_path, name, spec, docker_timeout, clock=time.monotonic, 
             ended = 'gone'
         elif not state['running']:
             ended = 'exited'
-        elif ((first_pid is not None and state['pid'] != first_pid)
-              or (baseline is not None and state['restart_count'] > baseline)):
+        elif ((seen['first_pid'] is not None and state['pid'] != seen['first_pid'])
+              or (seen['baseline'] is not None and state['restart_count'] > seen['baseline'])):
             ended = 'restarted'
-        elif clock() >= deadline:
-            ended = 'timeout'
         else:
             ended = ''
-        if first_pid is None:
-            first_pid = state['pid']
-            if baseline is None:
-                baseline = state['restart_count']
-        if ended:
-            return {'ended': ended, 'healthy': ended == 'healthy', 'waited': round(clock() - started, 2),
-                    'looks': looks, 'status': status, 'body': body[-2000:], 'error': error, 'container': state}
-        sleep(spec['poll'])
+        if seen['first_pid'] is None:
+            seen['first_pid'] = state['pid']
+            if seen['baseline'] is None:
+                seen['baseline'] = state['restart_count']
+        return {'ended': ended, 'status': status, 'body': body[-2000:], 'error': error, 'container': state}
+
+    result = wait_until(look, lambda result: result['ended'], spec['timeout'], spec['poll'], clock, sleep)
+    result['ended'] = result['ended'] or 'timeout'
+    result.update(healthy=result['ended'] == 'healthy', waited=round(clock() - started, 2), looks=seen['looks'])
+    return result
 
 
 def container_status(params):

@@ -12,33 +12,45 @@ import json
 from ansible.module_utils.urls import open_url
 
 
-def probe_health(url, timeout):
-    """Return (status code or None, error text or None) for a GET of url.
+def _get(url, timeout, read_body):
+    """(status code or None, body text or '', error text or None) for a GET of url; the body only when read_body.
 
-    Any failure to answer (refused, reset, HTTP error, timeout) comes back as a status or
-    None plus its text, never as an exception: callers count it as one failed check.
+    Any failure to answer (refused, reset, HTTP error, timeout) comes back as a status or None plus its text, never
+    as an exception.
     """
     try:
         # The engine is local to the node: a proxy from the environment would only stand in its way.
         response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
         try:
-            return response.getcode(), None
-        finally:
-            response.close()
-    except Exception as error:  # pylint: disable=broad-except
-        return getattr(error, 'code', None), str(error)
-
-
-def get_text(url, timeout):
-    """Return (status code or None, body text or '', error text or None) for a GET of url; never raises."""
-    try:
-        response = open_url(url, method='GET', timeout=timeout, use_proxy=False)
-        try:
-            return response.getcode(), response.read().decode('utf-8', 'replace'), None
+            return response.getcode(), response.read().decode('utf-8', 'replace') if read_body else '', None
         finally:
             response.close()
     except Exception as error:  # pylint: disable=broad-except
         return getattr(error, 'code', None), '', str(error)
+
+
+def probe_health(url, timeout):
+    """Return (status code or None, error text or None) for a GET of url, its body unread.
+
+    Callers count any failure to answer as one failed check.
+    """
+    status, _body, error = _get(url, timeout, read_body=False)
+    return status, error
+
+
+def get_text(url, timeout):
+    """Return (status code or None, body text or '', error text or None) for a GET of url; never raises."""
+    return _get(url, timeout, read_body=True)
+
+
+def wait_until(probe, done, timeout, poll, clock, sleep):
+    """Call probe() until done(result) or timeout seconds have passed; return the last result."""
+    deadline = clock() + timeout
+    while True:
+        result = probe()
+        if done(result) or clock() >= deadline:
+            return result
+        sleep(poll)
 
 
 def get_json(url, timeout):

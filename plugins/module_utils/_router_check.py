@@ -32,22 +32,12 @@ import time
 
 from ansible_collections.infera.serving.plugins.module_utils._accuracy import smoke
 from ansible_collections.infera.serving.plugins.module_utils._container_status import processes_in
-from ansible_collections.infera.serving.plugins.module_utils._health import get_json, request_json
+from ansible_collections.infera.serving.plugins.module_utils._health import get_json, request_json, wait_until
 
 
 def _worker_ids(body):
     workers = (body or {}).get('workers') if isinstance(body, dict) else None
     return [worker.get('worker_id') for worker in workers or [] if isinstance(worker, dict)]
-
-
-def _wait(probe, done, timeout, poll, clock, sleep):
-    """Call probe() until done(result) or timeout seconds have passed; return the last result."""
-    deadline = clock() + timeout
-    while True:
-        result = probe()
-        if done(result) or clock() >= deadline:
-            return result
-        sleep(poll)
 
 
 def check_fleet(routers, worker_id, timeout, poll, request_timeout=5, clock=time.monotonic, sleep=time.sleep):
@@ -70,8 +60,8 @@ def check_fleet(routers, worker_id, timeout, poll, request_timeout=5, clock=time
         return seen
 
     if routers:
-        _wait(probe, lambda result: all(item['listed'] or item['status'] is None for item in result.values()),
-              timeout, poll, clock, sleep)
+        wait_until(probe, lambda result: all(item['listed'] or item['status'] is None for item in result.values()),
+                   timeout, poll, clock, sleep)
     results = [seen[host] for host in sorted(seen)]
     return results, [item['host'] for item in results if item['status'] is None]
 
@@ -108,7 +98,7 @@ def check_router(router, expected_workers, worker_id='', timeout=10, poll=0.2, r
             state['exited'] = not alive()
         return state
 
-    result = _wait(probe, lambda result: result['ok'] or result['exited'], timeout, poll, clock, sleep)
+    result = wait_until(probe, lambda result: result['ok'] or result['exited'], timeout, poll, clock, sleep)
     result['waited'] = round(clock() - started, 2)
     return result
 

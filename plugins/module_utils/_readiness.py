@@ -34,16 +34,21 @@ from ansible_collections.infera.serving.plugins.module_utils._remediation import
 
 
 DEFAULT_READY_LINE = 'The server is fired up and ready to roll!'
-# A Python traceback alone is not fatal: SGLang logs recoverable ones too. These are not.
+# A Python traceback alone is not fatal: SGLang logs recoverable ones too. These are not. Each is a line SGLang
+# 0.5.15.post1 and 0.5.17 (or the HIP runtime, PyTorch, argparse under them) really writes:
+# tests/rehearsal/sim_tests/test_sglang_lines.py holds them to the lines extracted from those releases.
 DEFAULT_FATAL_PATTERNS = [
-    r'Capture cuda graph failed',
-    r'out of memory',
-    r'OutOfMemoryError',
-    r'HSA_STATUS_ERROR',
-    r'Memory access fault by GPU',
-    r'Scheduler hit an exception',
-    r'Received sigquit',
-    r'unrecognized arguments',
+    r'Capture cuda graph failed',       # decode_cuda_graph_runner.py, around any RuntimeError in capture
+    r'out of memory',                   # PyTorch's allocator: "HIP out of memory. Tried to allocate ..."
+    r'OutOfMemoryError',                # torch.OutOfMemoryError, the traceback's last line
+    r'HSA_STATUS_ERROR',                # HIP (ROCm clr rocdevice.cpp callbackQueue): "Callback: Queue ... aborting with
+                                        # error : HSA_STATUS_ERROR_...", then abort()
+    r'Memory access fault by GPU',      # ROCr runtime.cpp VMFaultHandler, then abort()
+    r'HW Exception by GPU',             # ROCr runtime.cpp HwExceptionHandler ("reason :GPU Hang"), then abort()
+    r'Scheduler hit an exception',      # scheduler.py run_scheduler_process
+    r'Received sigquit',                # engine.py launch_phase_sigquit_handler
+    r'scheduler died during initialization',  # engine.py _scheduler_died_error (a scheduler killed by a signal)
+    r'unrecognized arguments',          # argparse, SGLang's parser or Infera's
 ]
 
 # Progress stages in the order a launch goes through them.
@@ -89,9 +94,13 @@ _WRAPPER_HEARTBEAT = re.compile(r'waiting for SGLang HTTP on port \d+ \.\.\. \(e
 _LOAD_BEGIN = re.compile(r'Load weight begin')
 _LOAD_END = re.compile(r'Load weight end')
 _LOAD_ELAPSED = re.compile(r'elapsed=\s*([0-9]+(?:\.[0-9]+)?)\s*s')
-_CAPTURE_BEGIN = re.compile(r'Capture cuda graph begin')
-_CAPTURE_END = re.compile(r'Capture cuda graph end')
-# Both the simulator's "(bs=64 avail_mem=12.3GB): 7/20" and tqdm's "(bs=64 avail_mem=12.3 GB):  35%|###5 | 7/20 [..]".
+# SGLang 0.5.15.post1 model_runner.py / 0.5.17 cuda_graph_setup.py: "Capture target decode CUDA graph begin.
+# backend=full, num_tokens_per_bs=1, bs=[...], avail mem=... GB" (num_tokens_per_req in 0.5.17), "... end. elapsed=...
+# s, mem usage=... GB, avail mem=... GB." ("target prefill" for a prefill graph, "HIP graph" on another device name).
+_CAPTURE_BEGIN = re.compile(r'Capture (?:target|draft) \w+ \w+ graph begin\.')
+_CAPTURE_END = re.compile(r'Capture (?:target|draft) \w+ \w+ graph end\.')
+# tqdm's default bar over the batch sizes, largest first (decode_cuda_graph_runner.py _capture_one_stream):
+# "Capturing batches (bs=64 avail_mem=12.30 GB):  35%|###5      | 7/20 [00:05<00:10,  1.2it/s]", \r between refreshes.
 _CAPTURE_PROGRESS = re.compile(r'Capturing batches \(bs=(\d+)[^)]*\):.*?(\d+)/(\d+)')
 # Infera's wrapper, once it has put this launch's record (infera/common/registration.py: "registered with etcd as
 # worker %s (lease=%d, ..."; registration_k8s.py: "registered via k8s Pod annotation: pod=%s/%s worker=%s (...").

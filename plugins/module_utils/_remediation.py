@@ -19,7 +19,7 @@ WORKER_DEATHS = ('engine_exited', 'unhealthy')
 
 # Next steps for a fatal line, by what the line says (custom patterns get these too).
 _OOM = re.compile(r'out of memory|OutOfMemoryError|Capture cuda graph failed', re.IGNORECASE)
-_GPU_FAULT = re.compile(r'HSA_STATUS_ERROR|Memory access fault by GPU')
+_GPU_FAULT = re.compile(r'HSA_STATUS_ERROR|Memory access fault by GPU|HW Exception by GPU')
 _BAD_FLAG = re.compile(r'unrecognized arguments')
 _SCHEDULER = re.compile(r'Scheduler hit an exception')
 _SIGQUIT = re.compile(r'Received sigquit', re.IGNORECASE)

@@ -19,8 +19,9 @@ description:
     line, because until then it may list a record that a wrapper which died (SIGKILL, OOM killer) left under the same
     host and port. That record goes when its 30 s lease runs out, and takes the worker out of the router with it.
   - It follows the launch through the phases the log prints. C(Load weight begin) and C(Load weight end) mark weight loading.
-    C(Capture cuda graph begin), then C(Capturing batches) lines with the batch size and a k/N count (in the simulator's
-    form or as SGLang's tqdm bar), then C(Capture cuda graph end) mark cuda-graph capture. The ready line comes last.
+    C(Capture target decode CUDA graph begin.), then the refreshes of SGLang's tqdm bar C(Capturing batches (bs=B
+    avail_mem=X GB)) with a k/N count, then C(Capture target decode CUDA graph end.) mark cuda-graph capture (SGLang
+    0.5.15.post1 and 0.5.17). The ready line comes last.
   - It fails within seconds when the engine exits, when a fatal line (O(fatal_patterns)) appears, when neither the log
     nor the O(watch_dirs) have changed for O(stall_timeout) seconds, or when O(deadline) has passed since the start.
   - The failure message is written to be acted on at 3 a.m. It names the node, the stage reached, the cause (the matched
@@ -279,7 +280,8 @@ log_tail:
   returned: always
   type: list
   elements: str
-  sample: ["Capture cuda graph begin. This can take up to several minutes.", "Capturing batches (bs=64 avail_mem=12.3GB): 7/20"]
+  sample: ["Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[1, 2, 4], avail mem=30.92 GB",
+           "Capturing batches (bs=64 avail_mem=12.30 GB):  35%|███▌      | 7/20 [00:05<00:10,  1.20it/s]"]
 log_bytes:
   description: Bytes the log holds past O(log_offset); the action plugin prints its growth between slices.
   returned: always

@@ -26,6 +26,18 @@ WALKTHROUGH = REPO / "docs" / "reference" / "sglang-mixed-dsv4-pro-mi355x.txt"
 RECIPE = REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-mixed.yml"
 MAKE_MODEL = REPO / "tests" / "rehearsal" / "fixtures" / "make_model.py"
 READY_LINE = "The server is fired up and ready to roll!"
+# One refresh of the graph-capture bar (tqdm's default format, \r between refreshes):
+# "Capturing batches (bs=128 avail_mem=27.68 GB):   5%|▌         | 1/19 [00:02<00:36,  2.03s/it]".
+CAPTURE_BAR = re.compile(r"Capturing batches \(bs=(\d+) avail_mem=[\d.]+ GB\):\s+\d+%\|[^|]*\| (\d+)/(\d+) \[")
+
+
+def captures(log):
+    """[(bs, graphs done once it was captured, total)] in capture order: the bar is described
+    with the batch size before its capture and refreshed with the count after it."""
+    done = {}
+    for bs, count, total in CAPTURE_BAR.findall(log):
+        done[int(bs)] = (int(bs), max(int(count), done.get(int(bs), (0, 0))[1]), int(total))
+    return [entry for entry in done.values() if entry[1] > 0]
 GPU_COUNT = 8
 # Marks every process a test starts, and so the engines the wrapper spawns from them.
 TAG_VARIABLE = "INFERA_SIM_TEST_TAG"

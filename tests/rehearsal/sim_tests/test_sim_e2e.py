@@ -12,11 +12,10 @@ import time
 
 import pytest
 
-from sim_harness import (READY_LINE, Proc, child_pids, free_port, http_json, http_text,
+from sim_harness import (READY_LINE, Proc, captures, child_pids, free_port, http_json, http_text,
                          process_gone, python_module, simulator_env, sse_events,
                          streamed_text, wait_until, wrapper_args)
 
-CAPTURE_LINE = re.compile(r"Capturing batches \(bs=(\d+) avail_mem=[\d.]+GB\): (\d+)/(\d+)")
 
 
 class Worker:
@@ -65,21 +64,21 @@ def test_engine_log_shows_cold_start_then_ready(worker):
         "[simulated] throughput model: variant=nodp, levers: attention_backend=ok, "
         "fused_compress=ok",
         "Load weight begin. avail mem=",
-        "Load weight end. type=DeepseekV4ForCausalLM, dtype=torch.bfloat16, avail mem=",
-        "KV Cache is allocated. #tokens: ",
-        "Capture cuda graph begin. This can take up to several minutes. avail mem=",
-        "Capture cuda graph end. Time elapsed: ",
+        "Load weight end. elapsed=",
+        "Initialize DeepSeekV4TokenToKVPool with max_num_reqs=",
+        "Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[1, 2, 4, 8, 16,",
+        "Capture target decode CUDA graph end. elapsed=",
         READY_LINE,
         f"registered with etcd as worker {worker.worker_id}",
     ]
     positions = [log.index(milestone) for milestone in milestones]
     assert positions == sorted(positions)
     sizes = [1, 2, 4, 8] + list(range(16, 129, 8))
-    captures = [tuple(map(int, match)) for match in CAPTURE_LINE.findall(log)]
     # SGLang captures the largest batch size first; the walkthrough caps it at 128.
-    assert captures == [(bs, done, len(sizes))
-                        for done, bs in enumerate(reversed(sizes), start=1)]
-    assert "dtype: fp8_e4m3" in log
+    assert captures(log) == [(bs, done, len(sizes))
+                             for done, bs in enumerate(reversed(sizes), start=1)]
+    assert "Load weight end. elapsed=" in log and ", type=DeepseekV4ForCausalLM, avail mem=" in log
+    assert "Setting KV cache dtype to fp8_e4m3 for DeepseekV4ForCausalLM." in log
 
 
 def test_router_lists_the_worker(worker, router):
@@ -174,7 +173,7 @@ def test_walkthrough_dp_variant_serves_through_router(etcd, router, model_dir, d
     try:
         router.wait_for_workers(1, timeout=60)
         assert router.workers()[0]["dp_size"] == 8
-        assert "dp_gatherv=ok" in wrapper.stderr and " DP0 TP0] " in wrapper.stderr
+        assert "dp_gatherv=ok" in wrapper.stderr and " DP0 TP0 EP0] " in wrapper.stderr
         status, body = router.post("/v1/chat/completions",
                                    chat(model_dir, "1+1=?", max_tokens=32, temperature=0))
         assert status == 200 and "2" in body["choices"][0]["message"]["content"]

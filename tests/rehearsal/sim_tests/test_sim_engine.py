@@ -9,10 +9,9 @@ import types
 
 import pytest
 
-from sim_harness import (READY_LINE, engine_args, free_port, http_json, http_text,
+from sim_harness import (READY_LINE, captures, engine_args, free_port, http_json, http_text,
                          sse_events, streamed_text, wait_until)
 
-CAPTURE_LINE = re.compile(r"Capturing batches \(bs=(\d+) avail_mem=[\d.]+GB\): (\d+)/(\d+)")
 
 
 def start(launch, env, model_dir, variant="nodp", extra=(), drop=()):
@@ -81,12 +80,13 @@ def test_cold_start_grows_the_jit_dir_and_becomes_healthy(launch, sim_env, model
     engine, url = start(launch, sim_env, model_dir)
     engine.wait_for(READY_LINE)
     log = engine.stderr
-    assert re.search(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d TP0\] Load weight end\. .*"
-                     r"mem usage=[\d.]+ GB\. elapsed=[\d.]+ s", log)
+    assert re.search(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d TP0\] Load weight end\. elapsed=[\d.]+ s, "
+                     r"type=DeepseekV4ForCausalLM, avail mem=[\d.]+ GB, mem usage=[\d.]+ GB\.$", log,
+                     re.MULTILINE)
     assert re.search(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] " + re.escape(READY_LINE) + "$",
                      log, re.MULTILINE)
     assert "'--cuda-graph-max-bs' is deprecated" in log
-    sizes = [int(bs) for bs, _done, _total in CAPTURE_LINE.findall(log)]
+    sizes = [bs for bs, _done, _total in captures(log)]
     jit_files = list((tmp_path / "jit").iterdir())
     assert len(jit_files) == len(sizes) == 19
     assert sum(path.stat().st_size for path in jit_files) > len(sizes) * 100_000
@@ -102,11 +102,11 @@ def test_explicit_capture_list_disabled_graph_and_missing_levers(launch, sim_env
     engine.wait_for(READY_LINE)
     assert ("levers: attention_backend=MISSING, fused_compress=MISSING "
             "(SGLANG_USE_AITER, SGLANG_OPT_USE_TOPK_V2)") in engine.stderr
-    assert [int(bs) for bs, _done, _total in CAPTURE_LINE.findall(engine.stderr)] == [4, 2, 1]
+    assert [bs for bs, _done, _total in captures(engine.stderr)] == [4, 2, 1]
     engine, _url = start(launch, {**sim_env, "INFERA_SIM_JIT_DIR": str(tmp_path / "nojit")},
                          model_dir, extra=["--disable-cuda-graph"])
     engine.wait_for(READY_LINE)
-    assert "Load weight end." in engine.stderr and "Capture cuda graph" not in engine.stderr
+    assert "Load weight end." in engine.stderr and "CUDA graph begin" not in engine.stderr
     assert not (tmp_path / "nojit").exists()
 
 
@@ -135,8 +135,10 @@ def test_busy_port_fails_the_start(launch, sim_env, model_dir):
         port = holder.getsockname()[1]
         engine = launch("sglang.launch_server",
                         engine_args("nodp", model_dir, port, ["--disable-cuda-graph"]), sim_env)
-        assert engine.wait_exit() == 1
-    assert "ERROR: [Errno 98]" in engine.stderr and READY_LINE not in engine.stderr
+        # uvicorn logs the bind error and exits 3 (uvicorn/server.py STARTUP_FAILURE).
+        assert engine.wait_exit() == 3
+    assert "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use" % port \
+        in engine.stderr and READY_LINE not in engine.stderr
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +212,7 @@ def test_dp_variant_reports_every_rank(launch, sim_env, model_dir):
     engine.wait_for(READY_LINE)
     assert ("variant=dp, levers: attention_backend=ok, fused_compress=ok, dp_gatherv=ok"
             in engine.stderr)
-    assert " DP0 TP0] Load weight end." in engine.stderr
+    assert " DP0 TP0 EP0] Load weight end." in engine.stderr
     finished = threading.Event()
     threading.Thread(target=lambda: (http_json(
         "POST", url + "/v1/completions",

@@ -2,7 +2,8 @@
 and the GPU device nodes.
 
 Each refusal is a ``StartupError`` whose ``kind`` is the exception class the real stack
-raises, so the message reads like the last line of its traceback.
+raises, so the message reads like the last line of its traceback; only those marked ``real``
+are SGLang's own words (tests/rehearsal/sim_tests/test_sglang_lines.py holds them to it).
 """
 
 import json
@@ -10,12 +11,17 @@ import os
 
 
 class StartupError(Exception):
-    def __init__(self, kind, message):
+    """``real``: SGLang raises this very message (read in its wheel); the others stand in for
+    a failure the real stack meets in other words or later (in HIP, in transformers, in a
+    kernel) and are printed as the simulator's own, ``[simulated] Kind: message``."""
+
+    def __init__(self, kind, message, real=False):
         super().__init__(message)
         self.kind = kind
+        self.real = real
 
     def __str__(self):
-        return f"{self.kind}: {self.args[0]}"
+        return f"{self.kind}: {self.args[0]}" if self.args[0] else self.kind
 
 
 def check_startup(args, environ, dev_root):
@@ -62,7 +68,9 @@ def check_memory(args):
             f"--mem-fraction-static must be between 0 and 1 (got {args.mem_fraction_static})",
         )
     if not 0 < args.swa_full_tokens_ratio <= 1:
-        raise StartupError("ValueError", "--swa-full-tokens-ratio should be in range (0, 1.0].")
+        # sglang/srt/server_args.py
+        raise StartupError("ValueError", "--swa-full-tokens-ratio should be in range (0, 1.0].",
+                           real=True)
 
 
 def check_kv_events_config(text):

@@ -1,65 +1,149 @@
-"""The messages a failing SGLang-on-ROCm worker prints, for INFERA_SIM_FAULT.
+"""How a failing SGLang-on-ROCm worker ends, for INFERA_SIM_FAULT, as the released code does it.
 
-Each function prints what the real stack prints at that point and then ends the process
-with the exit status the real one ends with; log-watchers are meant to match these lines.
+Read in the SGLang wheels (0.5.15.post1 and 0.5.17 alike):
+- A scheduler that raises logs ``Scheduler hit an exception: <traceback>``
+  (sglang/srt/managers/scheduler.py run_scheduler_process) and sends SIGQUIT to its parent.
+- The launcher's handler logs ``Received sigquit from a child process. It usually means the
+  child failed.`` and calls ``kill_process_tree(os.getpid())`` (sglang/srt/entrypoints/engine.py),
+  which logs ``kill_process_tree called: ...`` (sglang/srt/utils/common.py), SIGKILLs every
+  child and then itself: whoever spawned the launcher sees it killed by signal 9 (-9, or 137
+  in a shell), not an exit status.
+- A graph capture that fails re-raises as ``Capture cuda graph failed: <error>`` with SGLang's
+  advice (sglang/srt/model_executor/runner/decode_cuda_graph_runner.py), so the traceback
+  shows PyTorch's out-of-memory error first, then the re-raise.
+- A GPU fault is the HIP runtime's: ROCr prints its line and calls abort() in the scheduler
+  (ROCm rocr-runtime runtime.cpp VMFaultHandler / HwExceptionHandler); faulthandler (enabled
+  in every scheduler) writes ``Fatal Python error: Aborted`` and the stack. During the launch
+  the launcher finds the scheduler dead (exit code -6), kills the rest of its tree and exits 1
+  with ``RuntimeError: Rank 0 scheduler died during initialization ...``
+  (sglang/srt/entrypoints/engine.py _scheduler_died_error).
+- A scheduler that dies while serving is seen by the launcher's subprocess watchdog
+  (sglang/srt/utils/watchdog.py), which SIGQUITs the launcher; its running-phase handler
+  (sglang/srt/managers/tokenizer_manager.py) logs and kills the tree, itself last (-9).
+Modelled: the plain-TP path (a launcher parent). With DP-attention SGLang's parent is its data
+parallel controller and the launcher ends with exit 1 instead (engine.py
+_wait_for_scheduler_ready); the simulator takes the TP path for both variants.
 """
 
 import os
 import random
+import signal
+import threading
 
 SIGQUIT_LINE = "Received sigquit from a child process. It usually means the child failed."
+SCHEDULER = "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py"
+ENGINE = "/sgl-workspace/sglang/python/sglang/srt/entrypoints/engine.py"
+LAUNCH_SERVER = "/sgl-workspace/sglang/python/sglang/launch_server.py"
+RUNNER = "/sgl-workspace/sglang/python/sglang/srt/model_executor/runner/decode_cuda_graph_runner.py"
+ADVICE = (
+    # sglang/srt/model_executor/runner_backend_utils/__init__.py CUDA_GRAPH_CAPTURE_FAILED_MSG
+    "Possible solutions:\n"
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+    "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n"
+    "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. "
+    "(Not recommended. Huge performance loss)\n"
+    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
+)
+# Only one fault ends the process; the serving threads must not write after it.
+_ENDING = threading.Lock()
 
 
-def _die(status):
-    # os._exit: the serving threads die with the process, at once, as they do when the
-    # real scheduler dies; nothing is cleaned up.
-    os._exit(status)
-
-
-def crash_weight_load(log, shard):
-    log.scheduler(
-        "Scheduler hit an exception: Traceback (most recent call last):\n"
-        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", '
-        "line 2716, in run_scheduler_process\n"
-        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, "
-        "pp_rank, dp_rank)\n"
-        '  File "/sgl-workspace/sglang/python/sglang/srt/model_loader/weight_utils.py", '
-        "line 482, in safetensors_weights_iterator\n"
-        "    with safe_open(st_file, framework=\"pt\") as f:\n"
-        "safetensors_rust.SafetensorError: Error while deserializing header: "
-        f"MetadataIncompleteBuffer (model-{shard:05d}-of-00064.safetensors)"
-    )
+def kill_tree(log):
+    """The launcher's SIGQUIT handler: the sigquit line, then kill_process_tree on itself."""
+    pid = os.getpid()
     log.main(SIGQUIT_LINE)
-    _die(1)
+    log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
+    os.kill(pid, signal.SIGKILL)
+
+
+def scheduler_exception(log, traceback_text):
+    _ENDING.acquire()
+    log.scheduler("Scheduler hit an exception: " + traceback_text)
+    kill_tree(log)
+
+
+def frame(path, line, function, code):
+    return f'  File "{path}", line {line}, in {function}\n    {code}\n'
+
+
+def crash_weight_load(log):
+    scheduler_exception(log, (
+        "Traceback (most recent call last):\n"
+        + frame(SCHEDULER, 4312, "run_scheduler_process",
+                "scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, "
+                "pp_rank, dp_rank)")
+        + frame("/sgl-workspace/sglang/python/sglang/srt/model_loader/weight_utils.py", 971,
+                "safetensors_weights_iterator", 'with safe_open(st_file, framework="pt") as f:')
+        + "safetensors_rust.SafetensorError: Error while deserializing header: "
+        "MetadataIncompleteBuffer\n"
+    ))
 
 
 def oom_graph_capture(log, batch_size):
-    log.scheduler(
-        "Capture cuda graph failed: out of memory\n"
-        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. "
-        f"GPU 0 has a total capacity of 287.98 GiB of which 1.21 GiB is free. "
-        f"(while capturing bs={batch_size})\n"
-        "Possible solutions:\n"
-        "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
-        "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
-        "3. disable torch compile by not using --enable-torch-compile\n"
-        "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)"
+    oom = (f"HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           f"287.98 GiB of which 1.21 GiB is free. Of the allocated memory 270.11 GiB is "
+           f"allocated by PyTorch, with 3.02 GiB allocated in private pools (e.g., HIP Graphs), "
+           f"and 1.10 GiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+           f"memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
+           f"avoid fragmentation.  See documentation for Memory Management  "
+           f"(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+    scheduler_exception(log, (
+        "Traceback (most recent call last):\n"
+        + frame(RUNNER, 363, "__init__", "self.capture()")
+        + frame(RUNNER, 745, "_capture_one_stream", "graph, output_buffers = self.capture_one_batch_size(bs)")
+        + f"torch.OutOfMemoryError: {oom}\n"
+        "\nDuring handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        + frame(SCHEDULER, 4312, "run_scheduler_process",
+                "scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, "
+                "pp_rank, dp_rank)")
+        + frame(RUNNER, 365, "__init__", "raise Exception(")
+        + f"Exception: Capture cuda graph failed: {oom}\n{ADVICE}"
+    ))
+
+
+def _hip_abort(log, line, wait):
+    """ROCr's line and abort() in the scheduler, during the launch: the launcher finds its
+    scheduler dead at its next look (every 5 s, engine.py _wait_for_scheduler_ready), kills
+    the rest of its tree and exits 1 with the RuntimeError's traceback."""
+    _ENDING.acquire()
+    log.raw(line)
+    log.raw("Fatal Python error: Aborted")
+    log.raw("")
+    log.raw(f"Current thread {random.getrandbits(47):#018x} (most recent call first):")
+    log.raw(f'  File "{RUNNER}", line 745 in _capture_one_stream')
+    log.raw(f'  File "{SCHEDULER}", line 4312 in run_scheduler_process')
+    wait(5.0)
+    pid = os.getpid()
+    log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
+    log.raw(
+        "Traceback (most recent call last):\n"
+        + frame(LAUNCH_SERVER, 70, "<module>", "run_server(server_args)")
+        + frame(ENGINE, 1376, "_wait_for_scheduler_ready", "raise _scheduler_died_error(rank, proc)")
+        + "RuntimeError: Rank 0 scheduler died during initialization (exit code: -6). If exit code "
+        "is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check."
     )
-    log.main(SIGQUIT_LINE)
-    _die(1)
+    os._exit(1)
 
 
-def memory_access_fault(log):
+def memory_access_fault(log, wait):
     agent = random.getrandbits(40)
     address = random.getrandbits(44) & ~0xFFF
-    log.raw(
-        f"Memory access fault by GPU node-2 (Agent handle: {agent:#x}) on address "
-        f"{address:#x}. Reason: Page not present or supervisor privilege."
-    )
-    # The HSA runtime aborts the process: SIGABRT, shell status 134.
-    _die(134)
+    _hip_abort(log, f"Memory access fault by GPU node-2 (Agent handle: {agent:#x}) on address "
+                    f"{address:#x}. Reason: Page not present or supervisor privilege.", wait)
+
+
+def gpu_hang(log, wait):
+    _hip_abort(log, f"HW Exception by GPU node-2 (Agent handle: {random.getrandbits(40):#x}) "
+                    "reason :GPU Hang", wait)
 
 
 def exit_after_ready(log):
-    log.main(SIGQUIT_LINE)
-    _die(1)
+    """A scheduler that dies while serving: the watchdog's line, then the same kill."""
+    _ENDING.acquire()
+    log.main(f"Subprocess scheduler_0 (pid={os.getpid() + 1}) crashed with exit code -9. "
+             "Triggering SIGQUIT for cleanup...")
+    log.main("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    pid = os.getpid()
+    log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
+    os.kill(pid, signal.SIGKILL)

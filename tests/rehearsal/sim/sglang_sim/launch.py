@@ -28,7 +28,6 @@ READY_LINE = "The server is fired up and ready to roll!"
 DEEPSEEK_V4 = "DeepseekV4ForCausalLM"
 STATS_INTERVAL_SECONDS = 10.0
 WARMUP_SECONDS = 2.0
-SIMULATED_VERSION = "0.5.15 (simulated)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +88,7 @@ class EngineApp:
             "internal_states": [{"avg_spec_accept_length": None,
                                  "running_requests": self.engine.running,
                                  "queued_requests": self.engine.queued}],
-            "version": SIMULATED_VERSION,
+            "version": f"{self.settings.sglang_version} (simulated)",
             "simulated": True,
         })
         return info
@@ -127,10 +126,10 @@ def serve(app, log, stop_event):
     server = Server((args.host, args.port), EngineHandler)
     server.app = app
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
-    log.main(f"INFO:     Started server process [{os.getpid()}]")
-    log.main("INFO:     Waiting for application startup.")
-    log.main("INFO:     Application startup complete.")
-    log.main(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
+    log.uvicorn("INFO", f"Started server process [{os.getpid()}]")
+    log.uvicorn("INFO", "Waiting for application startup.")
+    log.uvicorn("INFO", "Application startup complete.")
+    log.uvicorn("INFO", f"Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
     if stop_event.wait(WARMUP_SECONDS * app.settings.time_scale):
         raise Stopped()
     threading.Thread(target=log_decode_stats, args=(app.engine, log, stop_event),
@@ -159,38 +158,86 @@ def start(args, settings, config, planner, log, stop_event):
     return app
 
 
+def refuse(error):
+    """A refusal in the launcher, exit 1: SGLang's own is Python's traceback of the uncaught
+    exception; the simulator's stand-ins say they are."""
+    if error.real:
+        text = ("Traceback (most recent call last):\n"
+                + faults.frame(faults.LAUNCH_SERVER, 67, "<module>",
+                               "server_args = prepare_server_args(sys.argv[1:])")
+                + f"{error}\n")
+    else:
+        text = f"[simulated] {error}\n"
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    return 1
+
+
+def die_of_sigterm():
+    """During the launch SGLang has no SIGTERM handler: the launcher dies of the signal (-15)
+    and its schedulers follow (PR_SET_PDEATHSIG), without a line."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+    return 1
+
+
+def shut_down(log):
+    """SIGTERM while serving. Infera stops the engine with SIGTERM to its process group, so
+    the launcher logs its handler's line (sglang/srt/managers/tokenizer_manager.py
+    SignalHandler.sigterm_handler) while the schedulers, which have no handler, die at once;
+    the launcher's subprocess watchdog (sglang/srt/utils/watchdog.py, every 1 s) sees one
+    gone and SIGQUITs the launcher, whose running-phase handler kills the tree, itself last.
+    Requests in flight are cut (here at once; the watchdog's up to 1 s is not modelled)."""
+    log.main("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
+    log.main(f"Subprocess scheduler_0 (pid={os.getpid() + 1}) crashed with exit code -15. "
+             "Triggering SIGQUIT for cleanup...")
+    log.main("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    pid = os.getpid()
+    log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
+    os.kill(pid, signal.SIGKILL)
+
+
 def main(argv):
     args = prepare_server_args(argv)
     try:
         settings, config, planner = prepare(args)
     except SettingsError as error:
-        print(f"ValueError: {error}", file=sys.stderr)
+        print(f"[simulated] ValueError: {error}", file=sys.stderr)
         return 1
     except StartupError as error:
-        print(error, file=sys.stderr)
-        return 1
+        return refuse(error)
 
     stop_event = threading.Event()
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signal_number, lambda *_: stop_event.set())
 
-    log = Log(dp_attention=args.enable_dp_attention)
+    log = Log(dp_attention=args.enable_dp_attention, tp_size=args.tp_size, ep_size=args.ep_size)
     try:
         start(args, settings, config, planner, log, stop_event)
     except Stopped:
-        log.main("Received a termination signal during start-up; exiting")
-        return 0
+        return die_of_sigterm()
     except StartupError as error:
-        log.scheduler(str(error))
-        log.main(faults.SIGQUIT_LINE)
-        return 1
+        # Raised in the scheduler (the KV pool does not fit): its traceback, then the kill.
+        if not error.real:
+            log.raw(f"[simulated] {error}")
+            faults.kill_tree(log)
+        faults.scheduler_exception(log, "Traceback (most recent call last):\n"
+                                   + faults.frame(faults.SCHEDULER, 4312, "run_scheduler_process",
+                                                  "scheduler = Scheduler(server_args, port_args, "
+                                                  "gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)")
+                                   + f"{error}\n")
     except OSError as error:
-        log.main(f"ERROR: {error}")
-        return 1
+        # uvicorn cannot bind (uvicorn/server.py Server.startup logs the error, exits 3); the
+        # launcher's finally kills its children (sglang/launch_server.py).
+        log.uvicorn("ERROR", f"[Errno {error.errno}] error while attempting to bind on address "
+                             f"{(args.host, args.port)!r}: {(error.strerror or '').lower()}")
+        pid = os.getpid()
+        log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
+        return 3
 
     if settings.fault == "exit_after_ready" and not stop_event.wait(settings.fault_after):
         faults.exit_after_ready(log)
     stop_event.wait()
-    log.main("INFO:     Shutting down")
-    log.main(f"INFO:     Finished server process [{os.getpid()}]")
+    shut_down(log)
     return 0

@@ -211,6 +211,11 @@ _FLAGS = (
 
 def prepare_server_args(argv):
     """Parse a ``sglang serve`` / ``launch_server`` command line as SGLang does."""
-    parser = argparse.ArgumentParser(prog="sglang serve")
+    # SGLang's parser (sglang/srt/server_args.py prepare_server_args: prog "sglang serve").
+    # argparse prints the usage of every flag before its error; the simulator knows only some
+    # of SGLang's flags, so its usage line says so instead of passing for SGLang's.
+    parser = argparse.ArgumentParser(
+        prog="sglang serve",
+        usage="[simulated] sglang serve [the simulator's subset of SGLang's flags]")
     ServerArgs.add_cli_args(parser)
     return ServerArgs.from_cli_args(parser.parse_args(argv))

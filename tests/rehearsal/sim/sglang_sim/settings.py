@@ -8,6 +8,8 @@ INFERA_SIM_FAULT        fault to inject, one of FAULTS (empty = none); wrong_ans
                         at full speed but answers arithmetic questions wrong
 INFERA_SIM_FAULT_AFTER  seconds from ready until exit_after_ready exits (default 5)
 INFERA_SIM_FAULT_DELAY  seconds slow_responses waits before the first token (default 5)
+INFERA_SIM_SGLANG_VERSION  the SGLang release whose log lines the engine writes, one of
+                        SGLANG_VERSIONS (default the walkthrough image's, the first)
 """
 
 from dataclasses import dataclass
@@ -20,8 +22,14 @@ FAULTS = (
     "slow_responses",
     "fail_responses",
     "memory_access_fault",
+    "gpu_hang",
     "wrong_answers",
 )
+
+
+# The SGLang releases the simulator speaks for (tests/rehearsal/sglang_lines has each one's
+# extract); the first is the one in the walkthrough's image (rocm/infera:sglang-v0.1.1).
+SGLANG_VERSIONS = ("0.5.15.post1", "0.5.17")
 
 
 class SettingsError(ValueError):
@@ -36,6 +44,7 @@ class Settings:
     fault: str
     fault_after: float
     fault_delay: float
+    sglang_version: str = SGLANG_VERSIONS[0]
 
 
 def _number(environ, name, default):
@@ -57,6 +66,12 @@ def load_settings(environ):
         raise SettingsError(
             f"INFERA_SIM_FAULT={fault!r} is not a known fault; choose from {', '.join(FAULTS)}"
         )
+    version = environ.get("INFERA_SIM_SGLANG_VERSION", "").strip() or SGLANG_VERSIONS[0]
+    if version not in SGLANG_VERSIONS:
+        raise SettingsError(
+            f"INFERA_SIM_SGLANG_VERSION={version!r} is not a version the simulator speaks; "
+            f"choose from {', '.join(SGLANG_VERSIONS)}"
+        )
     return Settings(
         time_scale=_number(environ, "INFERA_SIM_TIME_SCALE", 1.0),
         dev_root=environ.get("INFERA_SIM_DEV_ROOT") or "/dev",
@@ -64,4 +79,5 @@ def load_settings(environ):
         fault=fault,
         fault_after=_number(environ, "INFERA_SIM_FAULT_AFTER", 5.0),
         fault_delay=_number(environ, "INFERA_SIM_FAULT_DELAY", 5.0),
+        sglang_version=version,
     )

@@ -27,11 +27,13 @@ LAUNCH = [
     '[2025-11-29 10:00:00] server_args=ServerArgs(model_path=/models/DeepSeek-V4-Pro, tp_size=8)',
     '[2025-11-29 10:00:03 TP0] Load weight begin. avail mem=287.11 GB',
     '[2025-11-29 10:03:00 TP0] Load weight end. elapsed=176.93 s, type=DeepseekV4ForCausalLM, avail mem=101.20 GB',
-    '[2025-11-29 10:03:01 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=98.0 GB',
-    'Capturing batches (bs=128 avail_mem=97.1GB): 1/3',
-    'Capturing batches (bs=64 avail_mem=96.9GB): 2/3',
-    'Capturing batches (bs=1 avail_mem=96.8GB): 3/3',
-    '[2025-11-29 10:20:00 TP0] Capture cuda graph end. Time elapsed: 1019.2 s. mem usage=1.2 GB.',
+    '[2025-11-29 10:03:01 TP0] Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, '
+    'bs=[1, 64, 128], avail mem=98.00 GB',
+    'Capturing batches (bs=128 avail_mem=97.10 GB):  33%|███▎      | 1/3 [05:00<10:00, 300.00s/it]',
+    'Capturing batches (bs=64 avail_mem=96.90 GB):  67%|██████▋   | 2/3 [10:00<05:00, 300.00s/it]',
+    'Capturing batches (bs=1 avail_mem=96.80 GB): 100%|██████████| 3/3 [17:00<00:00, 340.00s/it]',
+    '[2025-11-29 10:20:00 TP0] Capture target decode CUDA graph end. elapsed=1019.20 s, mem usage=1.20 GB, '
+    'avail mem=96.80 GB.',
     '[2025-11-29 10:20:05] INFO:     Uvicorn running on http://0.0.0.0:30000',
     '[2025-11-29 10:20:09] ' + READY,
 ]
@@ -47,6 +49,9 @@ FATAL_LINES = {
     'OutOfMemoryError': 'torch.OutOfMemoryError: HIP OOM while allocating the kv cache',
     'HSA_STATUS_ERROR': ':0:rocdevice.cpp:2984: Callback: Queue aborting with error : HSA_STATUS_ERROR_EXCEPTION',
     'Memory access fault by GPU': 'Memory access fault by GPU node-2 (Agent handle: 0x55d0) on address 0x7f. Reason: Page not present',
+    'HW Exception by GPU': 'HW Exception by GPU node-2 (Agent handle: 0x55d0) reason :GPU Hang',
+    'scheduler died during initialization': 'RuntimeError: Rank 0 scheduler died during initialization (exit code: -6). '
+                                            'If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.',
     'Scheduler hit an exception': '[TP3] Scheduler hit an exception: Traceback (most recent call last):',
     'Received sigquit': 'Received sigquit from a child process. It usually means the child failed.',
     'unrecognized arguments': 'launch_server.py: error: unrecognized arguments: --attention-backnd dsv4',
@@ -263,19 +268,22 @@ def test_a_worker_the_router_never_lists_stalls_with_the_router_named(node):
 
 def test_tqdm_progress_bar_is_parsed_and_shown_once(node):
     progress_bar = 'Capturing batches (bs=%d avail_mem=12.3 GB):  %d%%|███▌      | %d/20 [00:05<00:10,  1.2it/s]'
-    node.write('Capture cuda graph begin. This can take up to several minutes.\n')
+    node.write('[TP0] Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[1], avail mem=1.00 GB\n')
     node.write(''.join('\r' + progress_bar % (64 - k, k * 5, k) for k in range(1, 8)))
     result = wait_until_ready(node.params(max_wait=0.2))
     assert result['ready'] is False
     assert result['phase'] == 'capturing_cuda_graph'
     assert result['graph_progress'] == {'done': 7, 'total': 20, 'bs': 57}
-    assert result['log_tail'] == ['Capture cuda graph begin. This can take up to several minutes.', progress_bar % (57, 35, 7)]
+    assert result['log_tail'] == ['[TP0] Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[1], '
+                                  'avail mem=1.00 GB', progress_bar % (57, 35, 7)]
 
-    node.write('\r' + progress_bar % (56, 40, 8) + '\n[TP0] Capture cuda graph end. Time elapsed: 30.1 s.\n')
+    node.write('\r' + progress_bar % (56, 40, 8) + '\n[TP0] Capture target decode CUDA graph end. elapsed=30.10 s, '
+               'mem usage=1.20 GB, avail mem=0.50 GB.\n')
     result = wait_until_ready(node.params(max_wait=0.2))
     assert result['phase'] == 'graph_captured'
     assert result['graph_progress'] == {'done': 20, 'total': 20, 'bs': 56}
-    assert result['log_tail'][-2:] == [progress_bar % (56, 40, 8), '[TP0] Capture cuda graph end. Time elapsed: 30.1 s.']
+    assert result['log_tail'][-2:] == [progress_bar % (56, 40, 8), '[TP0] Capture target decode CUDA graph end. '
+                                       'elapsed=30.10 s, mem usage=1.20 GB, avail mem=0.50 GB.']
 
 
 def test_old_ready_line_before_log_offset_is_ignored(node):
@@ -515,7 +523,7 @@ def test_the_wrappers_heartbeat_is_not_progress(node):
 def test_engine_lines_between_heartbeats_are_progress(node):
     node.write('\n'.join(LAUNCH[:5]) + '\n')
     # An engine line every 0.2 s, a stall timeout five times that: only the deadline may end the wait.
-    items = [(0.1, (HEARTBEAT % second if second % 2 else 'Capturing batches (bs=64 avail_mem=96.9GB): 2/3') + '\n')
+    items = [(0.1, (HEARTBEAT % second if second % 2 else 'Capturing batches (bs=64 avail_mem=96.90 GB):  67%|██████▋   | 2/3 [10:00<05:00, 300.00s/it]') + '\n')
              for second in range(60)]
     writer = Writer(node.log, items)
     writer.start()

@@ -15,10 +15,10 @@ from .utils import run_module
 LAUNCH = (
     'Load weight begin. avail mem=287.11 GB\n'
     'Load weight end. elapsed=12.34 s, avail mem=101.2 GB\n'
-    'Capture cuda graph begin. This can take up to several minutes.\n'
-    'Capturing batches (bs=8 avail_mem=90.0GB): 1/2\n'
-    'Capturing batches (bs=1 avail_mem=89.9GB): 2/2\n'
-    'Capture cuda graph end. Time elapsed: 3.2 s.\n'
+    'Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[1, 8], avail mem=90.00 GB\n'
+    '\rCapturing batches (bs=8 avail_mem=90.00 GB):  50%|█████     | 1/2 [00:01<00:01,  1.60s/it]'
+    '\rCapturing batches (bs=1 avail_mem=89.90 GB): 100%|██████████| 2/2 [00:03<00:00,  1.60s/it]\n'
+    'Capture target decode CUDA graph end. elapsed=3.20 s, mem usage=0.10 GB, avail mem=89.90 GB.\n'
 )
 READY = 'The server is fired up and ready to roll!\n'
 

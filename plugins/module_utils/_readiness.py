@@ -455,7 +455,7 @@ def _result(options, state, now, kind, exited):
         'state_file': options.state_file,
     }
     if kind in FAILURES:
-        result['cause'] = readiness_cause(options, state, now, kind, exited)
+        result['cause'] = readiness_cause(options, state, now, kind, exited, result['log_tail'])
     return result
 
 

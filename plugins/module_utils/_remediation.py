@@ -23,6 +23,10 @@ _GPU_FAULT = re.compile(r'HSA_STATUS_ERROR|Memory access fault by GPU|HW Excepti
 _BAD_FLAG = re.compile(r'unrecognized arguments')
 _SCHEDULER = re.compile(r'Scheduler hit an exception')
 _SIGQUIT = re.compile(r'Received sigquit', re.IGNORECASE)
+# Infera's wrapper at its own ready limit (infera/engine/sglang/worker.py _wait_ready, every release: raise
+# TimeoutError(f"SGLang not ready after {timeout}s"); v0.1.1's limit is a fixed 1800 s, later ones read
+# INFERA_ENGINE_READY_TIMEOUT). It then stops the engine and kills its own process group.
+_WRAPPER_LIMIT = re.compile(r'SGLang not ready after (\d+(?:\.\d+)?)s')
 
 
 # ---------------------------------------------------------------- shared
@@ -48,8 +52,23 @@ def _who(options):
 
 # ---------------------------------------------------------------- readiness
 
-def readiness_cause(options, state, now, kind, exited):
+def wrapper_limit(tail):
+    """The seconds of the wrapper's ready limit when the log tail shows the wrapper gave up at it, else None."""
+    for line in tail or ():
+        found = _WRAPPER_LIMIT.search(line)
+        if found:
+            return float(found.group(1))
+    return None
+
+
+def readiness_cause(options, state, now, kind, exited, tail=None):
     """Why a readiness wait failed, in one sentence."""
+    limit = wrapper_limit(tail) if kind == 'exited' else None
+    if limit is not None:
+        return ('Infera\'s wrapper gave up on the engine at its own ready limit ("SGLang not ready after %ss", '
+                '%s after the start) and stopped it: the wrapper\'s limit, not this wait\'s deadline (%s s), ended '
+                'the cold start' % (seconds(limit), format_duration(now - state['started_at']),
+                                    seconds(options.deadline)))
     if kind == 'failed':
         fatal = state['fatal']
         text = 'log line matched %r: %s' % (fatal['pattern'], fatal['line'])
@@ -89,14 +108,18 @@ def readiness_failure_message(options, state, now, kind, exited, result):
     tail = result['log_tail']
     head = ('SGLang engine on %s %s during stage %s%s, %s after the start. Cause: %s. Next step: %s.'
             % (_who(options), verb, result['stage'], graph_text, format_duration(now - state['started_at']),
-               result['cause'], _readiness_next_step(options, state, kind, exited)))
+               result['cause'], _readiness_next_step(options, state, kind, exited, tail)))
     if not tail:
         return head + '\n(no log lines from %s)' % options.log_path
     return head + '\nLast %d lines of %s:\n%s' % (len(tail), options.log_path, '\n'.join(tail))
 
 
-def _readiness_next_step(options, state, kind, exited):
+def _readiness_next_step(options, state, kind, exited, tail=None):
     inspect = 'inspect %s' % options.log_path
+    if kind == 'exited' and wrapper_limit(tail) is not None:
+        return ('use an image whose Infera reads INFERA_ENGINE_READY_TIMEOUT (v0.2.0 and later; the role sets it to '
+                'sglang_worker_ready_deadline), or shorten the cold start: a smaller --cuda-graph-max-bs (fewer graphs '
+                'to capture) or a warm JIT cache (rerun: the graphs compiled so far are kept); %s' % inspect)
     if kind == 'failed':
         return _after_fatal_line(options, state['fatal'], inspect)
     if kind == 'exited':

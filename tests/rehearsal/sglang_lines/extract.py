@@ -94,7 +94,7 @@ class Template:
         return all(isinstance(part, str) for part in self.parts)
 
     def to_json(self):
-        return [part if isinstance(part, str) else part.cls for part in self.parts]
+        return [part if isinstance(part, str) else [part.cls] for part in self.parts]
 
 
 class Hole:

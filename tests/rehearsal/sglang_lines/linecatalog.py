@@ -69,9 +69,8 @@ def to_regex(parts, named_first_hole=False):
     pieces = []
     named = not named_first_hole
     for part in parts:
-        if isinstance(part, list):  # a literal written as ["text"] in other_sources.json
+        if _is_hole(part):
             part = part[0]
-        if part in HOLES or re.fullmatch(r"f\d+", part or ""):
             if not named:
                 pieces.append(r"(?P<desc>.*?)")
                 named = True
@@ -103,7 +102,7 @@ class Template:
         self.source = source
         self.parts = parts
         self.regex = to_regex(parts, named_first_hole)
-        literals = [part for part in parts if isinstance(part, str) and not _is_hole(part)]
+        literals = [part for part in parts if not _is_hole(part)]
         # The longest literal must appear in any text the template matches: a cheap filter.
         self.anchor = max(literals, key=len) if literals else ""
         self.multiline = any("\n" in literal for literal in literals)
@@ -117,12 +116,13 @@ class Template:
 
 def weak(parts):
     """A template with fewer than MIN_LETTERS letters of its own text."""
-    letters = "".join(part for part in parts if isinstance(part, str) and not _is_hole(part))
+    letters = "".join(part for part in parts if not _is_hole(part))
     return len(re.sub(r"[^A-Za-z]", "", letters)) < MIN_LETTERS
 
 
 def _is_hole(part):
-    return part in HOLES or re.fullmatch(r"f\d+", part) is not None
+    """A placeholder is a list of its one class (["s"], ["d"], ["f2"]); literal text is a string."""
+    return isinstance(part, list)
 
 
 class Catalog:

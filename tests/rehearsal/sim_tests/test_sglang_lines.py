@@ -209,7 +209,7 @@ def collection_patterns():
 
 
 # Lines of Infera's wrapper, not of SGLang: held to Infera's extracts below.
-INFERA_PATTERNS = ("_WRAPPER_HEARTBEAT", "_REGISTERED")
+INFERA_PATTERNS = {"_WRAPPER_HEARTBEAT": _readiness, "_REGISTERED": _readiness, "_WRAPPER_LIMIT": _remediation}
 # Patterns over something else than a log line (a number inside a matched line).
 NOT_LOG_PATTERNS = ("_LOAD_ELAPSED",)
 
@@ -236,18 +236,21 @@ def test_a_pattern_in_an_old_format_would_be_caught(logs):
 def render(parts, text="127.0.0.1:30000"):
     """A sample line of a template: each placeholder as a plausible value."""
     sample = {"s": text, "d": "30000"}
-    return "".join(sample.get(part, "30") if lines._is_hole(part) else part for part in parts)
+    return "".join(sample.get(part[0], "30") if lines._is_hole(part) else part for part in parts)
 
 
 @pytest.mark.parametrize("tag", INFERA_TAGS)
 def test_the_collection_s_infera_patterns_match_lines_infera_writes(tag):
     _header, entries = lines.read_extract(LINES_DIR / f"infera-{tag}.jsonl")
-    rendered = [render(entry["parts"]) for entry in entries if entry["kind"] == "log"]
-    for name in INFERA_PATTERNS:
-        pattern = getattr(_readiness, name)
+    rendered = [render(entry["parts"], text) for entry in entries if entry["kind"] in ("log", "raise")
+                for text in ("127.0.0.1:30000", "1800")]
+    for name, module in INFERA_PATTERNS.items():
+        pattern = getattr(module, name)
         assert any(pattern.search(line) for line in rendered), (tag, name, pattern.pattern)
     registered = next(line for line in rendered if _readiness._REGISTERED.search(line))
     assert _readiness._REGISTERED.search(registered).group(1) == "127.0.0.1:30000"
+    assert _remediation.wrapper_limit(["TimeoutError: " + next(
+        line for line in rendered if "SGLang not ready after 1800" in line)]) == 1800
 
 
 @pytest.mark.parametrize("version", SGLANG_VERSIONS)

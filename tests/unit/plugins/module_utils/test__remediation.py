@@ -301,3 +301,24 @@ def test_a_readiness_wait_on_the_machine_itself_before_any_graph_and_any_log_lin
         '/srv/sglang/logs/engine.log has not appeared for 905 s. Next step: check that the launch wrapper started the '
         'engine (docker ps / docker logs on node7) and that log_path is the host-side path of the mounted log.\n'
         '(no log lines from /srv/sglang/logs/engine.log)')
+
+
+def test_an_engine_stopped_by_the_wrapper_at_its_own_ready_limit_is_named_so(monkeypatch):
+    """Infera v0.1.1's wrapper gives up after a fixed 1800 s, stops the engine and kills its own process group: the
+    wait sees an exit, and the message names the wrapper's limit (its line: infera/engine/sglang/worker.py)."""
+    monkeypatch.setattr('socket.gethostname', lambda: 'node7')
+    tail = ['ERROR:__main__:engine failed to start; tearing down', 'TimeoutError: SGLang not ready after 1800s']
+    exited = {'code': 143, 'how': 'exit file /srv/sglang/run/engine.exit appeared (code 143)'}
+    state = readiness_state(stage='capturing_cuda_graph', started_at=0.0)
+    cause = _remediation.readiness_cause(readiness_options(), state, 1805.0, 'exited', exited, tail)
+    assert cause == ('Infera\'s wrapper gave up on the engine at its own ready limit ("SGLang not ready after 1800s", '
+                     '30:05 after the start) and stopped it: the wrapper\'s limit, not this wait\'s deadline (2700 s), '
+                     'ended the cold start')
+    message = _remediation.readiness_failure_message(readiness_options(), state, 1805.0, 'exited', exited,
+                                                     {'stage': 'capturing_cuda_graph', 'cause': cause,
+                                                      'log_tail': tail})
+    assert 'Next step: use an image whose Infera reads INFERA_ENGINE_READY_TIMEOUT (v0.2.0 and later' in message
+    assert message.endswith(tail[-1])
+    # Without the wrapper's line, an exit is an exit.
+    assert _remediation.readiness_cause(readiness_options(), state, 1805.0, 'exited', exited, tail[:1]) == \
+        'the engine process exited: ' + exited['how']

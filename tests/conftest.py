@@ -11,8 +11,8 @@ nothing a test changes:
   topology, its own etcd for the etcd cases);
 - ``node-6``: the fault matrix's deploy cases, the secrets tests and Infera's worker lifecycle
   (ready once listed, drain on teardown) on node 6 (an etcd prefix of its own);
-- ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create, and the
-  etcd role's test (its own etcd container on node 7, which no other test uses);
+- ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create, the
+  etcd role's test (its own etcd container on node 7) and the stack tests (node 7, its own etcd prefix);
 - ``lint``: ansible-lint and ansible-test sanity (the repository, read only);
 - ``no-node``: unit and simulator tests (free ports, temporary directories).
 
@@ -37,6 +37,7 @@ GROUPS = {
     'tests/integration/test_molecule.py': 'own-nodes',
     'tests/integration/test_platform.py': 'own-nodes',
     'tests/integration/test_etcd.py': 'own-nodes',
+    'tests/integration/test_stacks.py': 'own-nodes',
 }
 ORDER = ('fleet-nodes', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'lint', 'no-node')
 

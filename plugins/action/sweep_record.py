@@ -43,6 +43,7 @@ ARGUMENT_SPEC = {
     'simulated': {'type': 'bool', 'default': False},
     'image': {'type': 'str', 'default': ''},
     'image_digest': {'type': 'str', 'default': ''},
+    'stack': {'type': 'dict', 'default': {}},
     'model': {'type': 'str', 'default': ''},
     'recipe': {'type': 'str', 'default': ''},
     'variants': {'type': 'dict', 'default': {}},

@@ -120,8 +120,10 @@ options:
       - OutOfMemoryError
       - HSA_STATUS_ERROR
       - Memory access fault by GPU
+      - HW Exception by GPU
       - Scheduler hit an exception
       - Received sigquit
+      - scheduler died during initialization
       - unrecognized arguments
   extra_fatal_patterns:
     description: More regular expressions checked after O(fatal_patterns).

@@ -76,6 +76,12 @@ options:
     description: The image's digest, when known.
     type: str
     default: ""
+  stack:
+    description:
+      - "What the image runs, as M(infera.serving.stack_info) read it: Infera's and SGLang's versions, the wrapper's
+        ready limit and drain, and C(summary), one line of them."
+    type: dict
+    default: {}
   model:
     description: The model the bench client asked for.
     type: str
@@ -238,7 +244,7 @@ point:
       - {worker_id: "10.0.0.3:30000", url: "http://10.0.0.3:30000", dp_size: null}
 manifest:
   description:
-    - The whole manifest as written, with C(run_id), C(host), C(simulated), C(image), C(image_digest), C(model),
+    - The whole manifest as written, with C(run_id), C(host), C(simulated), C(image), C(image_digest), C(stack), C(model),
       C(recipe), C(variants), C(bench_args) and C(points).
     - Pass C(manifest.points) as O(points) of the next point.
   returned: always

@@ -29,7 +29,8 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers impo
 
 MANIFEST = 'manifest.json'
 # The run's keys of a manifest; 'points' follows them.
-RUN_KEYS = ('run_id', 'host', 'simulated', 'image', 'image_digest', 'model', 'recipe', 'variants', 'bench_args')
+RUN_KEYS = ('run_id', 'host', 'simulated', 'image', 'image_digest', 'stack', 'model', 'recipe', 'variants',
+            'bench_args')
 # The planned point's keys record_point needs. conc: the client's --max-concurrency; node_conc: the
 # concurrency of the sweep's list it stands for (conc / N for a fleet point); workers: the serving
 # workers the router listed before the bench (_sweep_workers.serving_workers), None when unknown.

@@ -237,6 +237,7 @@ def _manifest_section(manifest):
              '- run: `%s`%s' % (manifest.get('run_id', ''), ' (SIMULATED)' if manifest['simulated'] else ''),
              '- image: `%s`' % (manifest.get('image') or '-'),
              '- image digest: `%s`' % (manifest.get('image_digest') or '-'),
+             '- stack: %s' % ((manifest.get('stack') or {}).get('summary') or '-'),
              '- model: `%s`' % (manifest.get('model') or '-'),
              '- recipe: `%s`' % (manifest.get('recipe') or '-'),
              '', '### Bench arguments', '']

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Extract the text templates of every line a released SGLang can print, from its wheel.
 
     pip download --no-deps sglang==0.5.15.post1 -d /tmp/w
@@ -216,7 +215,7 @@ class Extractor(ast.NodeVisitor):
             base = self.text(node.func.value, resolve)
             if base is None or not base.only_literal():
                 return None
-            constants = [arg for arg in node.args] + [keyword.value for keyword in node.keywords]
+            constants = list(node.args) + [keyword.value for keyword in node.keywords]
             if all(isinstance(arg, ast.Constant) for arg in constants) and \
                     all(keyword.arg for keyword in node.keywords):
                 # Every value is known: the text itself ("\n{s:{c}^{n}}".format(s=..., c="=", n=50)).
@@ -390,7 +389,7 @@ def extract_sources(sources):
         except SyntaxError:
             continue
     everywhere = {}
-    for _ in range(2):  # a constant built from an imported constant needs a second round
+    for _round in range(2):  # a constant built from an imported constant needs a second round
         everywhere = {module_name(name): module_constants(
             tree, {**imported_constants(tree, everywhere), **everywhere.get(module_name(name), {})})
             for name, tree in trees.items()}
@@ -438,7 +437,7 @@ def record_sha256(output):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("source", help="an sglang wheel or a vendored amd-infera-<tag>.tar.gz")
     parser.add_argument("-o", "--output")
     args = parser.parse_args(argv)
@@ -450,8 +449,8 @@ def main(argv=None):
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     if os.path.dirname(os.path.abspath(output)) == HERE:
         record_sha256(output)
-    print("%s: %d templates from %s (sha256 %s)" % (output, len(entries), header["source"],
-                                                     header["sha256"]))
+    print("%s: %d templates from %s (sha256 %s)"
+          % (output, len(entries), header["source"], header["sha256"]))
     return 0
 
 

@@ -190,7 +190,7 @@ class Catalog:
         return True
 
     def _exception_ok(self, lines):
-        name, _, message = "\n".join(lines).partition(": ")
+        name, _colon, message = "\n".join(lines).partition(": ")
         if not re.fullmatch(r"[A-Za-z_][\w.]*", name):
             return False
         # A message ends with the newline its raise wrote, or without: both print the same.
@@ -246,11 +246,11 @@ class Catalog:
         logged line starts in the middle of one (a bar left open by a failure: logging writes
         no newline before its record)."""
         for line in re.split(r"\r\n|\r|\n", log_text):
-            bar = BAR_END.match(line)
-            if bar and bar.end() < len(line):
+            open_bar = BAR_END.match(line)
+            if open_bar and open_bar.end() < len(line):
                 # A bar left open, and a line another writer (the HIP runtime) put after it.
-                yield line[:bar.end()]
-                line = line[bar.end():]
+                yield line[:open_bar.end()]
+                line = line[open_bar.end():]
             starts = [found.start() for found in PREFIX.finditer(line)] or [0]
             for begin, end in zip([0] + starts, starts + [len(line)]):
                 if line[begin:end]:

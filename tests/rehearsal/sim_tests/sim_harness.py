@@ -38,6 +38,8 @@ def captures(log):
     for bs, count, total in CAPTURE_BAR.findall(log):
         done[int(bs)] = (int(bs), max(int(count), done.get(int(bs), (0, 0))[1]), int(total))
     return [entry for entry in done.values() if entry[1] > 0]
+
+
 GPU_COUNT = 8
 # Marks every process a test starts, and so the engines the wrapper spawns from them.
 TAG_VARIABLE = "INFERA_SIM_TEST_TAG"

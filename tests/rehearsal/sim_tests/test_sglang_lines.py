@@ -11,7 +11,6 @@ pattern the collection matches engine logs with must match a real line of every 
 """
 
 import hashlib
-import json
 import re
 import signal
 import subprocess
@@ -261,6 +260,6 @@ def test_the_sweep_s_client_patterns_match_lines_the_client_of_the_version_write
     for name in ("_WARMUP_START", "_WARMUP_DONE", "_RESULTS"):
         pattern = getattr(_bench_wait, name)
         assert any(pattern.search(line) for line in rendered), (version, name, pattern.pattern)
-    bar = bars.default_bar("", 7, 640, 65.0)
-    assert not catalog.unmatched(bar)
-    assert _bench_wait._BAR.search(bar).groups() == ("7", "640", "01:05")
+    progress = bars.default_bar("", 7, 640, 65.0)
+    assert not catalog.unmatched(progress)
+    assert _bench_wait._BAR.search(progress).groups() == ("7", "640", "01:05")

@@ -17,7 +17,6 @@ from sim_harness import (READY_LINE, Proc, captures, child_pids, free_port, http
                          streamed_text, wait_until, wrapper_args)
 
 
-
 class Worker:
     def __init__(self, process, port):
         self.process = process

@@ -13,7 +13,6 @@ from sim_harness import (READY_LINE, captures, engine_args, free_port, http_json
                          sse_events, streamed_text, wait_until)
 
 
-
 def start(launch, env, model_dir, variant="nodp", extra=(), drop=()):
     port = free_port()
     argv = [arg for arg in engine_args(variant, model_dir, port, extra) if arg not in drop]

@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-from sim_harness import (READY_LINE, engine_args, free_port, http_json, wait_until,
-                         wrapper_args)
+from sim_harness import READY_LINE, engine_args, free_port, http_json, wrapper_args
 
 SIGQUIT = "Received sigquit from a child process. It usually means the child failed."
 # The launcher's kill_process_tree ends with SIGKILL to itself (sglang/srt/utils/common.py): the wrapper sees -9.

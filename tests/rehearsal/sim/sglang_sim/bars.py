@@ -30,12 +30,12 @@ def _times(n, total, elapsed):
 def default_bar(desc, n, total, elapsed):
     fraction = n / total if total else 0.0
     filled, partial = divmod(int(fraction * WIDTH * 8), 8)
-    bar = BLOCKS[-1] * filled
+    blocks = BLOCKS[-1] * filled
     if filled < WIDTH:
-        bar = (bar + BLOCKS[partial]).ljust(WIDTH)
+        blocks = (blocks + BLOCKS[partial]).ljust(WIDTH)
     spent, remaining, rate = _times(n, total, elapsed)
     # Without a description tqdm's l_bar is the percentage alone.
-    return (f"{desc + ': ' if desc else ''}{100 * fraction:3.0f}%|{bar}| {n}/{total} "
+    return (f"{desc + ': ' if desc else ''}{100 * fraction:3.0f}%|{blocks}| {n}/{total} "
             f"[{spent}<{remaining}, {rate}]")
 
 

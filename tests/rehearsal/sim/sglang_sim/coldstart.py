@@ -70,7 +70,7 @@ class ColdStart:
         self.log.scheduler(f"Load weight begin. avail mem={self.available_gb:.2f} GB")
         started = time.monotonic()
         desc = "Loading safetensors checkpoint shards"
-        self.log.bar(bars.completed_bar(desc, 0, CHECKPOINT_SHARDS, 0.0))
+        self.log.progress(bars.completed_bar(desc, 0, CHECKPOINT_SHARDS, 0.0))
         progress_steps = 8
         for step in range(1, progress_steps + 1):
             self._sleep(WEIGHT_LOAD_SECONDS / progress_steps)
@@ -78,9 +78,9 @@ class ColdStart:
             if self.settings.fault == "crash_weight_load" and step == 3:
                 # The bar's line is left open: the traceback follows on it, as in a real log.
                 faults.crash_weight_load(self.log)
-            self.log.bar(bars.completed_bar(desc, done, CHECKPOINT_SHARDS,
-                                            time.monotonic() - started),
-                         end=step == progress_steps)
+            self.log.progress(bars.completed_bar(desc, done, CHECKPOINT_SHARDS,
+                                                 time.monotonic() - started),
+                              end=step == progress_steps)
         self.available_gb -= WEIGHTS_PER_GPU_GB
         self.log.scheduler(
             f"Load weight end. elapsed={time.monotonic() - started:.2f} s, "
@@ -155,17 +155,17 @@ class ColdStart:
         before_gb = self.available_gb
         total = len(sizes)
         # Only TP rank 0 draws the bar: created empty, then described before each capture.
-        self.log.bar(bars.default_bar("", 0, total, 0.0))
+        self.log.progress(bars.default_bar("", 0, total, 0.0))
         # SGLang captures the largest batch size first.
         for done, batch_size in enumerate(reversed(sizes), start=1):
             desc = f"Capturing batches (bs={batch_size} avail_mem={self.available_gb:.2f} GB)"
-            self.log.bar(bars.default_bar(desc, done - 1, total, time.monotonic() - started))
+            self.log.progress(bars.default_bar(desc, done - 1, total, time.monotonic() - started))
             self._inject_capture_fault(done, total, batch_size)
             self._sleep(2.0 + 2.0 * batch_size / max(sizes))
             self._write_jit_module(batch_size)
             self.available_gb -= 0.02 + batch_size * 0.0004
-            self.log.bar(bars.default_bar(desc, done, total, time.monotonic() - started),
-                         end=done == total)
+            self.log.progress(bars.default_bar(desc, done, total, time.monotonic() - started),
+                              end=done == total)
         self.log.scheduler(
             f"Capture target decode CUDA graph end. elapsed={time.monotonic() - started:.2f} s, "
             f"mem usage={before_gb - self.available_gb:.2f} GB, "

@@ -80,13 +80,14 @@ def crash_weight_load(log):
 
 
 def oom_graph_capture(log, batch_size):
-    oom = (f"HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-           f"287.98 GiB of which 1.21 GiB is free. Of the allocated memory 270.11 GiB is "
-           f"allocated by PyTorch, with 3.02 GiB allocated in private pools (e.g., HIP Graphs), "
-           f"and 1.10 GiB is reserved by PyTorch but unallocated. If reserved but unallocated "
-           f"memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
-           f"avoid fragmentation.  See documentation for Memory Management  "
-           f"(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+    del batch_size  # the bar already says which batch size was being captured
+    oom = ("HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           "287.98 GiB of which 1.21 GiB is free. Of the allocated memory 270.11 GiB is "
+           "allocated by PyTorch, with 3.02 GiB allocated in private pools (e.g., HIP Graphs), "
+           "and 1.10 GiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+           "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
+           "avoid fragmentation.  See documentation for Memory Management  "
+           "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
     scheduler_exception(log, (
         "Traceback (most recent call last):\n"
         + frame(RUNNER, 363, "__init__", "self.capture()")

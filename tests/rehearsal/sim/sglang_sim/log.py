@@ -50,7 +50,7 @@ class Log:
         sys.stderr.flush()
 
     @staticmethod
-    def bar(text, end=False):
+    def progress(text, end=False):
         """One refresh of a tqdm bar: ``\\r`` and the bar; the last one ends the line."""
         sys.stderr.write("\r" + text + ("\n" if end else ""))
         sys.stderr.flush()

@@ -523,7 +523,8 @@ def test_the_wrappers_heartbeat_is_not_progress(node):
 def test_engine_lines_between_heartbeats_are_progress(node):
     node.write('\n'.join(LAUNCH[:5]) + '\n')
     # An engine line every 0.2 s, a stall timeout five times that: only the deadline may end the wait.
-    items = [(0.1, (HEARTBEAT % second if second % 2 else 'Capturing batches (bs=64 avail_mem=96.90 GB):  67%|██████▋   | 2/3 [10:00<05:00, 300.00s/it]') + '\n')
+    bar_line = 'Capturing batches (bs=64 avail_mem=96.90 GB):  67%|██████▋   | 2/3 [10:00<05:00, 300.00s/it]'
+    items = [(0.1, (HEARTBEAT % second if second % 2 else bar_line) + '\n')
              for second in range(60)]
     writer = Writer(node.log, items)
     writer.start()

@@ -23,6 +23,9 @@ MISSING = 'mix_c%d.jsonl is missing (the client writes no line when every reques
 RUN = {
     'run_id': '20261129T100000Z', 'host': 'infera-node-1', 'simulated': True,
     'image': 'registry.local:5000/sglang-mi355x:v0.5.9', 'image_digest': 'sha256:' + 'ab' * 32,
+    'stack': {'infera': '0.1.1', 'sglang': '0.5.15.post1', 'ready_limit': 1800, 'drain': 'none', 'engine_metrics': False,
+              'warning': None, 'summary': 'Infera 0.1.1 on SGLang 0.5.15.post1 (a fixed 1800 s ready limit, no drain on '
+                                          'SIGTERM)'},
     'model': '/data/hf-cache/DeepSeek-V4-Pro', 'recipe': 'dsv4-pro-mi355x-mixed', 'variants': VARIANTS,
     'bench_args': {'backend': 'sglang-oai', 'base_url': 'http://infera-node-1:8000', 'dataset_name': 'random',
                    'dataset_path': '', 'random_input_len': 8192, 'random_output_len': 1024, 'random_range_ratio': 1.0,

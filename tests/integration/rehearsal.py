@@ -176,3 +176,19 @@ class Walkthrough:
 def read_jsonl(text):
     """Parse bench_serving's output (one JSON object per run; may hold Infinity)."""
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def send_in_flight(node, tokens, name="drain"):
+    """One long completion through the node's router, sent from the node (not from the worker container, which a
+    teardown removes) in the background; returns a function that reads (its HTTP status text, its JSON body)."""
+    body = json.dumps({"model": "/data/hf-cache/DeepSeek-V4-Pro", "prompt": "drain me", "max_tokens": tokens,
+                       "ignore_eos": True, "temperature": 0})
+    node.sh(f"rm -f /tmp/{name}.*; (curl -s -o /tmp/{name}.json -w '%{{http_code}}' "
+            f"http://127.0.0.1:8000/v1/completions -H 'Content-Type: application/json' "
+            f"-d '{body}' >/tmp/{name}.code 2>/tmp/{name}.err &)")
+
+    def outcome():
+        code = node.sh(f"cat /tmp/{name}.code").stdout
+        text = node.sh(f"cat /tmp/{name}.json", check=False).stdout
+        return code, json.loads(text) if code == "200" else text
+    return outcome

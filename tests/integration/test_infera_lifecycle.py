@@ -8,7 +8,6 @@ by the next launch or stop, and a stop lets Infera deregister and drain before t
 On node 6 (tests/conftest.py: group node-6), beside node 1's deploy tests.
 """
 
-import json
 import re
 import subprocess
 import tempfile
@@ -17,7 +16,7 @@ import time
 
 from conftest import node_fixture, node_name
 from faults import playbook_env
-from rehearsal import REPO, router_workers, run_playbook
+from rehearsal import REPO, router_workers, run_playbook, send_in_flight
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
 NODE = node_name(6)
@@ -54,20 +53,15 @@ def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
     drain = ("-e", f"sglang_worker_drain_timeout={DRAIN_TIMEOUT}")
     rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", *drain, limit=NODE)
     assert rc == 0, out[-3000:]
-    body = json.dumps({"model": "/data/hf-cache/DeepSeek-V4-Pro", "prompt": "drain me", "max_tokens": DRAIN_TOKENS,
-                       "ignore_eos": True, "temperature": 0})
-    # From the node, not the container: the container is removed by the teardown.
-    clean_node.sh(f"rm -f /tmp/drain.*; (curl -s -o /tmp/drain.json -w '%{{http_code}}' "
-                  f"http://127.0.0.1:8000/v1/completions -H 'Content-Type: application/json' "
-                  f"-d '{body}' >/tmp/drain.code 2>/tmp/drain.err &)")
+    outcome = send_in_flight(clean_node, DRAIN_TOKENS)
     time.sleep(1)
     started = time.monotonic()
     rc, out = run_playbook("teardown.yml", *drain, limit=NODE)
     took = time.monotonic() - started
     assert rc == 0, out[-3000:]
 
-    assert clean_node.sh("cat /tmp/drain.code").stdout == "200", "the request in flight was cut by the teardown"
-    completion = json.loads(clean_node.sh("cat /tmp/drain.json").stdout)
+    code, completion = outcome()
+    assert code == "200", "the request in flight was cut by the teardown"
     assert completion["usage"]["completion_tokens"] == DRAIN_TOKENS
     log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
     # Infera's drain logs "engine idle" only when it saw the request in flight (drain.py: peak > 0).

@@ -10,11 +10,12 @@ import hashlib
 import json
 import subprocess
 import tarfile
+import time
 
 import pytest
 
 from conftest import node_fixture, node_name
-from rehearsal import REPO, playbook_env, run_playbook
+from rehearsal import REPO, playbook_env, run_playbook, send_in_flight
 
 NODE = node_name(7)
 STACK = "v0.1.1"
@@ -90,3 +91,24 @@ def test_the_walkthrough_image_s_stack_is_named_before_the_launch_and_runs_its_o
     assert manifest["stack"]["ready_limit"] == 1800 and manifest["stack"]["drain"] == "none"
     assert "- stack: Infera 0.1.1 on SGLang 0.5.15.post1 (simulated engine)" in \
         (results / "stack" / "report.md").read_text()
+
+
+# At the simulated nodp rate (~88 tokens/s for one request) about 20 s: in flight when the teardown's stop begins, and
+# done within sglang_worker_drain_timeout.
+DRAIN_TOKENS = 1800
+
+
+def test_a_teardown_on_an_infera_without_a_drain_lets_the_request_in_flight_finish(node, on_stack):
+    """Infera v0.1.1 SIGTERMs the engine's process group at once, which cuts the requests in flight; the collection
+    holds the wrapper, revokes its lease and lets SGLang finish them (drain.yml)."""
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", *on_stack, limit=NODE)
+    assert rc == 0, out[-3000:]
+    outcome = send_in_flight(node, DRAIN_TOKENS)
+    time.sleep(2)  # the request is sent at once and generates for ~20 s
+    rc, out = run_playbook("teardown.yml", "-e", "sglang_worker_drain_timeout=60", limit=NODE)
+    assert rc == 0, out[-3000:]
+    code, completion = outcome()
+    assert code == "200", "the request in flight was cut by the teardown"
+    assert completion["usage"]["completion_tokens"] == DRAIN_TOKENS
+    assert "Hold the worker wrapper still (SIGSTOP)" in out and "Revoke the worker's lease" in out, out[-3000:]
+    assert "the engine still had requests in flight" not in out, out[-3000:]

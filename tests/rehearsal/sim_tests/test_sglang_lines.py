@@ -11,6 +11,7 @@ pattern the collection matches engine logs with must match a real line of every 
 """
 
 import hashlib
+import os
 import re
 import signal
 import subprocess
@@ -36,6 +37,7 @@ INFERA_TAGS = ("v0.1.1", "v0.2.10")
 # (name, INFERA_SIM_FAULT, variant, extra flags, how it ends)
 SCENARIOS = (
     ("cold start, ready, SIGTERM (nodp)", "", "nodp", (), "sigterm_when_ready"),
+    ("ready, SIGTERM to the process group", "", "nodp", (), "sigterm_group_when_ready"),
     ("cold start, ready, SIGTERM (dp)", "", "dp", (), "sigterm_when_ready"),
     ("weights fail to load", "crash_weight_load", "nodp", (), "exits"),
     ("OOM in graph capture", "oom_graph_capture", "nodp", (), "exits"),
@@ -61,11 +63,14 @@ def run_scenario(sim_env, model_dir, tmp_path, version, fault, variant, extra, e
             env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
         try:
             if ending != "exits":
-                wanted = READY_LINE if ending == "sigterm_when_ready" else "Capturing batches"
+                wanted = "Capturing batches" if ending == "sigterm_in_capture" else READY_LINE
                 _wait_for(process, err, wanted)
                 if ending == "sigterm_in_capture":
                     _wait_for(process, err, "(bs=", count=3)
-                process.send_signal(signal.SIGTERM)
+                if ending == "sigterm_group_when_ready":
+                    os.killpg(process.pid, signal.SIGTERM)
+                else:
+                    process.send_signal(signal.SIGTERM)
             code = process.wait(timeout=60)
         finally:
             if process.poll() is None:
@@ -152,12 +157,24 @@ def test_the_engine_ends_as_sglang_does(logs, version):
     """kill_process_tree SIGKILLs the launcher itself; a fault in the launch exits 1."""
     ends = {name: code for name, (code, _text) in logs[version].items()}
     for name in ("cold start, ready, SIGTERM (nodp)", "cold start, ready, SIGTERM (dp)",
+                 "ready, SIGTERM to the process group",
                  "weights fail to load", "OOM in graph capture", "a scheduler dies while serving",
                  "KV pool does not fit"):
         assert ends[name] == -signal.SIGKILL, (name, ends[name])
     assert ends["GPU memory access fault"] == ends["GPU hang (HW exception)"] == 1
     assert ends["silent hang in capture, then SIGTERM"] == -signal.SIGTERM
     assert ends["an unknown flag"] == 2 and ends["a refused flag value"] == 1
+
+
+def test_a_sigterm_drains_while_one_to_the_process_group_kills_the_scheduler(logs):
+    """SGLang's own drain on SIGTERM to the launcher (tokenizer_manager.py sigterm_watchdog), and the crash path when
+    the scheduler dies of a SIGTERM to the whole group, as Infera sends it (watchdog.py, then kill_process_tree)."""
+    drained = logs["0.5.15.post1"]["cold start, ready, SIGTERM (nodp)"][1]
+    assert "Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[]." in drained
+    assert "crashed with exit code" not in drained
+    killed = logs["0.5.15.post1"]["ready, SIGTERM to the process group"][1]
+    assert re.search(r"Subprocess scheduler_0 \(pid=\d+\) crashed with exit code -15\. Triggering SIGQUIT", killed)
+    assert "Gracefully exiting" not in killed
 
 
 def test_the_capture_line_is_the_version_s_own(logs):

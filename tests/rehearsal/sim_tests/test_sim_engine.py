@@ -110,18 +110,24 @@ def test_explicit_capture_list_disabled_graph_and_missing_levers(launch, sim_env
 
 
 def test_health_is_503_until_ready():
-    """SGLang's /health: an empty 503 from the bind until the warm-up is done, then 200."""
+    """SGLang's /health: an empty 503 from the bind until the warm-up is done, then 200, then 503 while it drains."""
     from sglang_sim.http_api import EngineHandler
     from sglang_sim.httpjson import Server
 
     server = Server(("127.0.0.1", 0), EngineHandler)
-    server.app = types.SimpleNamespace(ready=threading.Event())
+    logged = []
+    server.app = types.SimpleNamespace(ready=threading.Event(), draining=threading.Event(),
+                                       log=types.SimpleNamespace(main=logged.append))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/health"
     try:
         assert http_json("GET", url) == (503, None)
         server.app.ready.set()
         assert http_json("GET", url) == (200, None)
+        # Draining after a SIGTERM: 503 again, and SGLang says why (http_server.py health_generate).
+        server.app.draining.set()
+        assert http_json("GET", url) == (503, None)
+        assert logged == ["Health check request received during shutdown. Returning 503."]
     finally:
         server.shutdown()
         server.server_close()

@@ -44,20 +44,26 @@ ADVICE = (
     "(Not recommended. Huge performance loss)\n"
     "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
 )
-# Only one fault ends the process; the serving threads must not write after it.
-_ENDING = threading.Lock()
+# Only one ending ends the process; the serving threads must not write after it.
+ENDING = threading.Lock()
 
 
-def kill_tree(log):
-    """The launcher's SIGQUIT handler: the sigquit line, then kill_process_tree on itself."""
+def kill_process_tree(log):
+    """sglang/srt/utils/common.py kill_process_tree(os.getpid()): its line, then SIGKILL to
+    the launcher itself (its scheduler child follows its parent, as PR_SET_PDEATHSIG makes it)."""
     pid = os.getpid()
-    log.main(SIGQUIT_LINE)
     log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
     os.kill(pid, signal.SIGKILL)
 
 
+def kill_tree(log):
+    """The launcher's SIGQUIT handler: the sigquit line, then kill_process_tree on itself."""
+    log.main(SIGQUIT_LINE)
+    kill_process_tree(log)
+
+
 def scheduler_exception(log, traceback_text):
-    _ENDING.acquire()
+    ENDING.acquire()
     log.scheduler("Scheduler hit an exception: " + traceback_text)
     kill_tree(log)
 
@@ -107,7 +113,7 @@ def _hip_abort(log, line, wait):
     """ROCr's line and abort() in the scheduler, during the launch: the launcher finds its
     scheduler dead at its next look (every 5 s, engine.py _wait_for_scheduler_ready), kills
     the rest of its tree and exits 1 with the RuntimeError's traceback."""
-    _ENDING.acquire()
+    ENDING.acquire()
     log.raw(line)
     log.raw("Fatal Python error: Aborted")
     log.raw("")
@@ -137,14 +143,3 @@ def memory_access_fault(log, wait):
 def gpu_hang(log, wait):
     _hip_abort(log, f"HW Exception by GPU node-2 (Agent handle: {random.getrandbits(40):#x}) "
                     "reason :GPU Hang", wait)
-
-
-def exit_after_ready(log):
-    """A scheduler that dies while serving: the watchdog's line, then the same kill."""
-    _ENDING.acquire()
-    log.main(f"Subprocess scheduler_0 (pid={os.getpid() + 1}) crashed with exit code -9. "
-             "Triggering SIGQUIT for cleanup...")
-    log.main("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
-    pid = os.getpid()
-    log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
-    os.kill(pid, signal.SIGKILL)

@@ -22,8 +22,13 @@ class EngineHandler(JsonHandler):
         app = self.server.app
         path = urlsplit(self.path).path
         if path in ("/health", "/health_generate"):
-            # SGLang answers with an empty body: 503 while starting, 200 once up.
-            self.send_empty(200 if app.ready.is_set() else 503)
+            # SGLang answers with an empty body: 503 while starting, 200 once up, 503 again while it
+            # drains after a SIGTERM (sglang/srt/entrypoints/http_server.py health_generate).
+            if app.draining.is_set():
+                app.log.main("Health check request received during shutdown. Returning 503.")
+                self.send_empty(503)
+            else:
+                self.send_empty(200 if app.ready.is_set() else 503)
         elif path == "/metrics" and app.args.enable_metrics:
             self.send_text(200, self._metrics(app), "text/plain; version=0.0.4; charset=utf-8")
         elif path == "/v1/models":

@@ -7,6 +7,7 @@ appended) and polls ``/health`` of. It does not register anywhere: the wrapper d
 import dataclasses
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -66,6 +67,8 @@ class EngineApp:
         self.model_id = args.served_model_name
         self.created = int(time.time())
         self.ready = threading.Event()
+        self.draining = threading.Event()
+        self.log = None
 
     def model_info(self):
         return {
@@ -182,20 +185,63 @@ def die_of_sigterm():
     return 1
 
 
-def shut_down(log):
-    """SIGTERM while serving. Infera stops the engine with SIGTERM to its process group, so
-    the launcher logs its handler's line (sglang/srt/managers/tokenizer_manager.py
-    SignalHandler.sigterm_handler) while the schedulers, which have no handler, die at once;
-    the launcher's subprocess watchdog (sglang/srt/utils/watchdog.py, every 1 s) sees one
-    gone and SIGQUITs the launcher, whose running-phase handler kills the tree, itself last.
-    Requests in flight are cut (here at once; the watchdog's up to 1 s is not modelled)."""
+class Scheduler:
+    """The scheduler process SGLang's launcher starts (here a child that only waits): in the
+    launcher's process group, so a SIGTERM to the group kills it at once (schedulers have no
+    handler), and gone with its parent (kill_itself_when_parent_died, PR_SET_PDEATHSIG).
+    Once the engine serves, the launcher's subprocess watchdog (sglang/srt/utils/watchdog.py)
+    treats its death as a crash: SIGQUIT to itself, and the running-phase handler kills the
+    tree, itself last (-9)."""
+
+    CHILD = "import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    time.sleep(0.2)\n"
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", self.CHILD], stdin=subprocess.DEVNULL)
+        self.stopping = threading.Event()
+
+    def watch(self, log):
+        """The subprocess watchdog, started once the engine serves."""
+        def run():
+            code = self.process.wait()
+            if self.stopping.is_set():
+                return
+            faults.ENDING.acquire()
+            log.main(f"Subprocess scheduler_0 (pid={self.process.pid}) crashed with exit code {code}. "
+                     "Triggering SIGQUIT for cleanup...")
+            log.main("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+            faults.kill_process_tree(log)
+        threading.Thread(target=run, name="subprocess-watchdog", daemon=True).start()
+
+    def stop(self):
+        """ShutdownReq: the scheduler exits; the watchdog was stopped first."""
+        self.stopping.set()
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait()
+
+
+def shut_down(app, log, scheduler, serving_since):
+    """SIGTERM to the launcher while serving (sglang/srt/managers/tokenizer_manager.py): the
+    handler logs and sets gracefully_exit; sigterm_watchdog, which looks every 5 s from the
+    start of serving, then drains: while requests remain it logs them and looks again 5 s
+    later (new requests are still accepted; /health answers 503), then stops the subprocess
+    watchdog, shuts the scheduler down and kills the tree, itself last (-9). When Infera sends
+    the SIGTERM to the whole process group instead, the scheduler dies of it at once and the
+    watchdog's crash path ends the engine first (Scheduler.watch): requests in flight are cut."""
     log.main("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
-    log.main(f"Subprocess scheduler_0 (pid={os.getpid() + 1}) crashed with exit code -15. "
-             "Triggering SIGQUIT for cleanup...")
-    log.main("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
-    pid = os.getpid()
-    log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
-    os.kill(pid, signal.SIGKILL)
+    app.draining.set()
+    time.sleep(5.0 - (time.monotonic() - serving_since) % 5.0)
+    while True:
+        remaining = app.engine.in_flight
+        rids = [f"{index:032x}" for index in range(remaining)]
+        log.main(f"Gracefully exiting... Remaining number of requests {remaining}. "
+                 f"Remaining requests remaining_rids={rids}.")
+        if remaining == 0:
+            break
+        time.sleep(5.0)
+    scheduler.stop()
+    faults.ENDING.acquire()
+    faults.kill_process_tree(log)
 
 
 def main(argv):
@@ -213,8 +259,9 @@ def main(argv):
         signal.signal(signal_number, lambda *_: stop_event.set())
 
     log = Log(dp_attention=args.enable_dp_attention, tp_size=args.tp_size, ep_size=args.ep_size)
+    scheduler = Scheduler()
     try:
-        start(args, settings, config, planner, log, stop_event)
+        app = start(args, settings, config, planner, log, stop_event)
     except Stopped:
         return die_of_sigterm()
     except StartupError as error:
@@ -236,8 +283,12 @@ def main(argv):
         log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
         return 3
 
+    app.log = log
+    serving_since = time.monotonic()
+    scheduler.watch(log)
     if settings.fault == "exit_after_ready" and not stop_event.wait(settings.fault_after):
-        faults.exit_after_ready(log)
+        # A scheduler dies while serving (the OOM killer, a crash): the watchdog's path.
+        scheduler.process.kill()
     stop_event.wait()
-    shut_down(log)
+    shut_down(app, log, scheduler, serving_since)
     return 0

@@ -155,3 +155,23 @@ def test_a_role_used_on_its_own_without_its_required_settings_stops_at_its_argum
     assert f"missing required arguments: {', '.join(required)}" in text, text
     ran = [line for line in lines if line.startswith(f"TASK [infera.serving.{role} :")]
     assert ran and all("Validating arguments against arg spec" in line for line in ran), ran
+
+
+DOWNLOAD_WARNING = ("WARNING: the sweep runs the bench client with --dataset-name random and no dataset path, so the "
+                    "client downloads ShareGPT_V3_unfiltered_cleaned_split.json from the Hugging Face Hub")
+
+
+@pytest.mark.parametrize("extra, warned", [
+    ({}, True),
+    ({"infera_dataset_path": "/data/hf-cache/datasets/sharegpt.json"}, False),
+    ({"sweep_dataset_path": "/data/sharegpt.json"}, False),
+    ({"sweep_dataset_name": "random-ids"}, False),
+])
+def test_a_sweep_that_would_download_its_dataset_says_so_before_any_node(tmp_path, extra, warned):
+    """An offline node would fail its first point on the client's ShareGPT download (sglang benchmark/datasets/random.py):
+    said on the controller's side, before the first node stage (here the play stops at a missing targets file)."""
+    settings = {"run_id": "t", "sweep_targets_file": "no-such-targets.yml", **extra}
+    _returncode, lines = run(tmp_path, "sweep.yml", "-e", json.dumps(settings))
+    text = " ".join(" ".join(lines).split()).replace("''", "'")
+    assert (DOWNLOAD_WARNING in text) is warned, text[-3000:]
+    assert refused(tmp_path, "sweep.yml", "-e", json.dumps(settings)).startswith("[ERROR]: Task failed")

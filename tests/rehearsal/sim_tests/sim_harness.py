@@ -40,6 +40,33 @@ def captures(log):
     return [entry for entry in done.values() if entry[1] > 0]
 
 
+# SGLang's request gauges (sglang/srt/metrics/collector.py), summed over every rank's series: what Infera's drain
+# reads from v0.2.10 on (infera/common/engine_metrics.py inflight_from_metrics) and what the rehearsal's default
+# Infera, v0.1.1, has no reader for.
+INFLIGHT_GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
+
+
+def inflight(metrics_text):
+    """Requests running or queued in an engine's /metrics text, parsed by prometheus_client's own parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(sample.value for family in text_string_to_metric_families(metrics_text)
+               for sample in family.samples if sample.name in INFLIGHT_GAUGES)
+
+
+def infera_drains():
+    """Whether the installed Infera (the rehearsal's default stack, scripts/bootstrap) drains on SIGTERM: its
+    infera/engine/drain.py exists from v0.2.10 on; v0.1.1 SIGTERMs the engine's process group at once."""
+    import importlib.util
+
+    return importlib.util.find_spec("infera.engine.drain") is not None
+
+
+def no_drain_args():
+    """The wrapper arguments that turn its drain off, where it has one; v0.1.1 would pass them on to SGLang."""
+    return ["--drain-timeout", "0"] if infera_drains() else []
+
+
 GPU_COUNT = 8
 # Marks every process a test starts, and so the engines the wrapper spawns from them.
 TAG_VARIABLE = "INFERA_SIM_TEST_TAG"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sim_harness import READY_LINE, engine_args, free_port, http_json, wrapper_args
+from sim_harness import READY_LINE, engine_args, free_port, http_json, no_drain_args, wrapper_args
 
 SIGQUIT = "Received sigquit from a child process. It usually means the child failed."
 # The launcher's kill_process_tree ends with SIGKILL to itself (sglang/srt/utils/common.py): the wrapper sees -9.
@@ -45,7 +45,7 @@ STARTUP_FAULTS = {
 
 def start_wrapper(launch, sim_env, model_dir, etcd, fault, extra=()):
     command_env, argv = wrapper_args("nodp", model_dir, etcd, free_port(),
-                                     ["--drain-timeout", "0", *extra])
+                                     [*no_drain_args(), *extra])
     env = {**sim_env, **command_env, "INFERA_SIM_FAULT": fault}
     return launch("infera.engine.sglang", argv, env)
 

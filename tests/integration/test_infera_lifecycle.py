@@ -4,12 +4,15 @@ The router and the worker wrapper here are the real Infera (pinned); only the GP
 under the wrapper is simulated. These tests prove what the collection assumes about them:
 a worker counts as ready once its wrapper registered it and the router lists it (not on a
 record a killed wrapper left under the same id), the record a killed wrapper left is revoked
-by the next launch or stop, and a stop lets Infera deregister and drain before the engine goes.
+by the next launch or stop, and a stop deregisters the worker and lets its requests in flight finish before the
+engine goes.
 On node 6 (tests/conftest.py: group node-6), beside node 1's deploy tests.
 """
 
+import hashlib
 import re
 import subprocess
+import tarfile
 import tempfile
 import threading
 import time
@@ -32,9 +35,40 @@ DRAIN_TIMEOUT = 60
 node = node_fixture(6)
 
 
+def tarball_py_hashes(release):
+    """{path under infera/: sha256} of the .py files of a vendored Infera release."""
+    hashes = {}
+    with tarfile.open(REPO.parent / "shared" / "vendor" / f"amd-infera-{release}.tar.gz") as archive:
+        for member in archive.getmembers():
+            inner = member.name.split("/", 1)[-1]
+            if member.isfile() and inner.startswith("infera/") and inner.endswith(".py"):
+                hashes[inner] = hashlib.sha256(archive.extractfile(member).read()).hexdigest()
+    return hashes
+
+
+def installed_py_hashes(node):
+    """{path under infera/: sha256} of the .py files of the Infera the worker container runs."""
+    listed = node.sh(f"docker exec {CONTAINER} sh -c 'cd \"$(python3 -c \"import infera, os; "
+                     "print(os.path.dirname(infera.__file__))\")/..\" && find infera -name \"*.py\" "
+                     "-exec sha256sum {} +'").stdout
+    return {path: digest for digest, path in (line.split() for line in listed.splitlines())}
+
+
 def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
     rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
     assert rc == 0, out[-3000:]
+    # The default stack is the walkthrough image's: Infera v0.1.1, file for file, on SGLang 0.5.15.post1's lines.
+    expected = tarball_py_hashes("v0.1.1")
+    installed = installed_py_hashes(clean_node)
+    assert expected and {path: installed.get(path) for path in expected} == expected
+    # Its wrapper's fixed ready limit (worker.py _wait_ready(timeout=1800)) is named before the engine starts.
+    text = " ".join(out.split()).replace("''", "'")
+    warning = (f"WARNING {NODE}: stage worker: this image's Infera wrapper (amd-infera 0.1.1) gives up on the engine "
+               "after a fixed 1800 s")
+    assert warning in text and "less than sglang_worker_ready_deadline 2700 s" in text, out[-4000:]
+    assert text.index(warning) < text.index("Write the launch script if it changed and start the engine detached")
+    assert ("stack: Infera 0.1.1 on SGLang 0.5.15.post1 (simulated engine) (a fixed 1800 s ready limit, no drain on "
+            "SIGTERM)") in text, out[-3000:]
     worker_id = f"{clean_node.address}:30000"
     # The readiness wait returned only after registration: no polling needed here.
     assert router_workers(clean_node, CONTAINER, "127.0.0.1") == [worker_id]
@@ -44,15 +78,24 @@ def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
     assert "accuracy smoke: 20/20 gsm8k-style answers right (100 %, threshold 80 %) [SIMULATED engine]" in \
         " ".join(out.split()), out[-3000:]
     log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
+    # SGLang 0.5.15.post1's capture line (model_runner.py), not an older one.
+    assert "Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[" in log
+    assert "Capture cuda graph begin" not in log
     ready_at = log.index("The server is fired up and ready to roll!")
     assert log.index(f"registered with etcd as worker {worker_id}") > ready_at, \
         "Infera's wrapper registers after the engine's ready line"
 
 
-def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
+def test_teardown_revokes_the_registration_then_lets_the_request_in_flight_finish(clean_node):
+    """The default stack's Infera (v0.1.1, the walkthrough image's) has no drain: on SIGTERM its wrapper SIGTERMs the
+    engine's process group at once, which cuts the requests in flight. The teardown drains first (drain.yml): it holds
+    the wrapper, revokes its lease, sees the router drop the worker, then lets SGLang finish the request in flight.
+    Without that drain the request would end in a 5xx or a cut connection. Infera's own drain (v0.2.10) is
+    test_stacks.py's."""
     drain = ("-e", f"sglang_worker_drain_timeout={DRAIN_TIMEOUT}")
     rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", *drain, limit=NODE)
     assert rc == 0, out[-3000:]
+    assert "no drain on SIGTERM" in " ".join(out.split()), "the deploy ran on another stack than v0.1.1"
     outcome = send_in_flight(clean_node, DRAIN_TOKENS)
     time.sleep(1)
     started = time.monotonic()
@@ -63,21 +106,22 @@ def test_teardown_deregisters_then_drains_a_request_in_flight(clean_node):
     code, completion = outcome()
     assert code == "200", "the request in flight was cut by the teardown"
     assert completion["usage"]["completion_tokens"] == DRAIN_TOKENS
+    # The registration goes first, and the router had dropped the worker at its first look, before the engine's
+    # SIGTERM: no request reaches an engine that is draining.
+    revoked = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Revoke the worker's lease")
+    checked = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Check the router no longer lists the "
+                        "worker before the engine drains")
+    signalled = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Send SIGTERM to the engine's launcher")
+    assert revoked < checked < signalled, out[-3000:]
+    assert f"RETRYING: [{NODE}]: SGLang worker | Check the router no longer lists" not in out, out[checked:signalled]
+    assert "the engine still had requests in flight" not in out, out[-3000:]
     log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
-    # Infera's drain logs "engine idle" only when it saw the request in flight (drain.py: peak > 0).
-    assert "drain: engine idle" in log, f"the drain never saw the request in flight; teardown took {took:.0f} s:\n" \
-        + "\n".join(log.splitlines()[-15:])
-    revoked = log.index(f"deregistered worker {clean_node.address}:30000")
-    drained = log.index("drain: engine idle")
-    assert revoked < drained, "Infera deregisters first, then drains"
-    # The play saw the router drop the worker while the wrapper drained (the request was still in flight), before it
-    # waited for the exit: the check is no longer a node call after the drain.
-    checked = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Check the router no longer lists the worker")
-    waited = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Wait until the wrapper has deregistered, drained")
-    assert checked < waited, out[-3000:]
-    # At its first look: the router dropped the worker as soon as the wrapper revoked its lease, 5 s before.
-    assert f"RETRYING: [{NODE}]: SGLang worker | Check the router no longer lists" not in out, out[checked:waited]
-    assert "1 request(s) completed" in log[drained:]
+    # SGLang's own drain (tokenizer_manager.py sigterm_watchdog) saw the request, then none; its schedulers were
+    # not killed by a SIGTERM to the group (the watchdog's crash line).
+    assert "Gracefully exiting... Remaining number of requests 1." in log, \
+        f"the drain never saw the request in flight; teardown took {took:.0f} s:\n" + "\n".join(log.splitlines()[-15:])
+    assert log.index("Remaining number of requests 1.") < log.index("Remaining number of requests 0.")
+    assert "crashed with exit code" not in log, "the engine was stopped by a SIGTERM to its process group"
     assert took < DRAIN_TIMEOUT + 60, f"teardown took {took:.0f} s"
 
 

@@ -48,7 +48,7 @@ ARGUMENT_SPEC = dict(
 
 # The unit tests point this at a fake tree.
 PROC = '/proc'
-_NO_CONTAINER = {'exists': False, 'running': False, 'id': '', 'image': '', 'pid': 0, 'merged_dir': ''}
+_NO_CONTAINER = {'exists': False, 'running': False, 'id': '', 'image': '', 'pid': 0, 'merged_dir': '', 'rootfs': ''}
 
 
 class ContainerStatusError(Exception):
@@ -60,6 +60,15 @@ def _inspect(socket_path, name, timeout):
     return docker_json(socket_path, '/containers/%s/json' % quote(name, safe=''), timeout)
 
 
+def container_rootfs(running, pid, merged_dir):
+    """Where the node sees the container's files: /proc/<pid>/root of its init process while it runs, which every
+    storage driver has (the containerd snapshotter, Docker 29's default, has no MergedDir) and which shows its
+    volumes too; readable by root only. The overlay2 MergedDir only when no process runs in it ('' without one)."""
+    if running and pid:
+        return os.path.join(PROC, str(pid), 'root')
+    return merged_dir
+
+
 def container_state(socket_path, name, timeout):
     """The named container as the engine reports it: exists, running, id, image, pid and its root filesystem."""
     inspect = _inspect(socket_path, name, timeout)
@@ -67,13 +76,17 @@ def container_state(socket_path, name, timeout):
         return dict(_NO_CONTAINER)
     state = inspect.get('State') or {}
     graph = (inspect.get('GraphDriver') or {}).get('Data') or {}
+    running = bool(state.get('Running'))
+    pid = int(state.get('Pid') or 0)
+    merged_dir = graph.get('MergedDir', '')
     return {
         'exists': True,
-        'running': bool(state.get('Running')),
+        'running': running,
         'id': inspect.get('Id', ''),
         'image': (inspect.get('Config') or {}).get('Image', ''),
-        'pid': int(state.get('Pid') or 0),
-        'merged_dir': graph.get('MergedDir', ''),
+        'pid': pid,
+        'merged_dir': merged_dir,
+        'rootfs': container_rootfs(running, pid, merged_dir),
     }
 
 

@@ -135,11 +135,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 container:
-  description: The container as the Docker engine reports it; C(exists) is false (and the rest empty) when there is none.
+  description:
+    - The container as the Docker engine reports it; C(exists) is false (and the rest empty) when there is none.
+    - C(rootfs) is where the node sees the container's files, volumes included. While it runs, C(/proc/<pid>/root) of
+      its init process (C(pid)), which every storage driver has and only root can read; otherwise the overlay2
+      C(merged_dir) (C(GraphDriver.Data.MergedDir)), empty with the containerd snapshotter, which has none.
   returned: success
   type: dict
   sample: {exists: true, running: true, id: 3f2a..., image: "registry.example.com/infera/sglang-rocm:dsv4", pid: 4242,
-           merged_dir: /var/lib/docker/overlay2/3f2a.../merged}
+           merged_dir: /var/lib/docker/overlay2/3f2a.../merged, rootfs: /proc/4242/root}
 processes:
   description: For each of O(processes), the matching processes in the container, C(<pid> <command line>) each.
   returned: success

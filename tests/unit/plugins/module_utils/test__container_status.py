@@ -84,7 +84,8 @@ def test_a_running_container_lists_its_own_processes_with_the_pids_it_sees(proc,
     result = container_status(params(docker))
 
     assert result['container'] == {'exists': True, 'running': True, 'id': 'abc123', 'image': 'registry:5000/sglang-sim:1',
-                                   'pid': 4000, 'merged_dir': '/var/lib/docker/overlay2/abc/merged'}
+                                   'pid': 4000, 'merged_dir': '/var/lib/docker/overlay2/abc/merged',
+                                   'rootfs': str(proc.root / '4000' / 'root')}
     assert result['processes'] == {
         'wrapper': ['57 python -m infera.engine.sglang --port 30000'],
         'engine': ['80 /usr/bin/python3 -m sglang.launch_server --model-path /models/dsv4']}
@@ -94,7 +95,8 @@ def test_a_missing_container_has_nothing_and_a_stopped_one_is_not_looked_into(pr
     proc.process(4000, ['sleep', 'infinity'], CONTAINER_NS)
     proc.process(4057, WRAPPER_ARGS, CONTAINER_NS)
     missing = container_status(params(docker))
-    assert missing['container'] == {'exists': False, 'running': False, 'id': '', 'image': '', 'pid': 0, 'merged_dir': ''}
+    assert missing['container'] == {'exists': False, 'running': False, 'id': '', 'image': '', 'pid': 0, 'merged_dir': '',
+                                    'rootfs': ''}
     assert missing['processes'] == {'wrapper': [], 'engine': []}
 
     # Docker keeps the last Pid of a stopped container: it may be anything by now.
@@ -102,6 +104,22 @@ def test_a_missing_container_has_nothing_and_a_stopped_one_is_not_looked_into(pr
     stopped = container_status(params(docker))
     assert (stopped['container']['exists'], stopped['container']['running']) == (True, False)
     assert stopped['processes'] == {'wrapper': [], 'engine': []}
+
+
+@pytest.mark.parametrize('state, graph, rootfs', [
+    # The containerd snapshotter (Docker 29's default) reports no MergedDir: the init process's root still shows it.
+    ({'Running': True, 'Pid': 4000}, {'Name': 'overlayfs'}, 'proc/4000/root'),
+    ({'Running': True, 'Pid': 4000}, {'Name': 'overlay2', 'Data': {'MergedDir': '/d/merged'}}, 'proc/4000/root'),
+    # No process runs in it: the overlay2 merged directory when there is one, else nothing.
+    ({'Running': False, 'Pid': 0}, {'Name': 'overlay2', 'Data': {'MergedDir': '/d/merged'}}, '/d/merged'),
+    ({'Running': False, 'Pid': 0}, {'Name': 'overlayfs'}, ''),
+    # Docker's Pid of a container that no longer runs tells nothing.
+    ({'Running': False, 'Pid': 4000}, {'Name': 'overlay2', 'Data': {'MergedDir': '/d/merged'}}, '/d/merged'),
+])
+def test_the_root_filesystem_is_the_init_processs_root_whatever_the_storage_driver(proc, docker, state, graph, rootfs):
+    docker.containers['sgl_mix'] = {'Id': 'abc123', 'Config': {'Image': 'img'}, 'State': state, 'GraphDriver': graph}
+    expected = str(proc.root.parent / rootfs) if rootfs.startswith('proc/') else rootfs
+    assert container_status(params(docker))['container']['rootfs'] == expected
 
 
 def test_a_process_without_a_command_line_or_gone_is_skipped(proc, docker):

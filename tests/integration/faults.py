@@ -537,7 +537,7 @@ class _Reader(threading.Thread):
 
 def stale_container(node):
     """Case 10: sgl_mix runs with other settings (--shm-size 16G) and a serving worker. The deploy says so, drains
-    that worker (Infera deregisters it) before it replaces the container, and starts the worker again in the new one.
+    that worker (deregistered by Infera or by the collection's drain) before it replaces the container, and starts the worker again in the new one.
     The Row times the message from the play's start; results kept says whether the old worker was drained first."""
     node.remove_worker_container()
     extra = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE}}
@@ -554,7 +554,13 @@ def stale_container(node):
     joined = " ".join(" ".join(line for _stamp, line in lines).split()).replace("''", "'")
     found = re.search(r"\S+: stage container: sgl_mix runs .*?starts again in the new one\.", joined)
     message = found.group(0) if found else ""
-    drained = f"deregistered worker {node.address}:30000" in node.sh(f"cat {old_log}", check=False).stdout
+    # Deregistered by Infera's own stop (v0.2.10 and later log it), or by the collection's drain on an Infera without
+    # one (v0.1.1, the default stack: drain.yml revokes the lease, and SGLang logs its graceful exit).
+    old = node.sh(f"cat {old_log}", check=False).stdout
+    drained = (f"deregistered worker {node.address}:30000" in old
+               or (re.search(r"Revoke the worker's lease \(the routers stop sending it requests\)\] \**\s*changed: "
+                             + re.escape(f"[{node.name}]"), joined) is not None
+                   and "Gracefully exiting... Remaining number of requests 0." in old))
     return Row(case="10. a stale sgl_mix with other settings", message=message,
                detected_after=round(said_at - started, 2) if said_at else None,
                results_kept="old worker drained (deregistered) before the replacement" if drained else "NOT drained",

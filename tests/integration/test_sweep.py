@@ -52,8 +52,14 @@ def test_full_recipe_meets_the_targets_and_a_missing_lever_fails_them(node, resu
     manifest = json.loads((results / "levers-on" / node.name / "manifest.json").read_text())
     smoke = manifest["variants"]["nodp"]["accuracy"]
     assert (smoke["questions"], smoke["correct"], smoke["passed"]) == (20, 20, True), smoke
-    assert "accuracy smoke: 20/20 gsm8k-style answers right (100 %, threshold 80 %) [SIMULATED engine]" in \
-        (results / "levers-on" / "report.md").read_text()
+    report = (results / "levers-on" / "report.md").read_text()
+    assert "accuracy smoke: 20/20 gsm8k-style answers right (100 %, threshold 80 %) [SIMULATED engine]" in report
+    # The rehearsal's default stack is the walkthrough image's: the manifest and the report name both versions, as
+    # read inside the image (stack_info).
+    stack = manifest["stack"]
+    assert (stack["infera"], stack["sglang"], stack["ready_limit"], stack["drain"]) == \
+        ("0.1.1", "0.5.15.post1 (simulated engine)", 1800, "none"), stack
+    assert "- stack: Infera 0.1.1 on SGLang 0.5.15.post1 (simulated engine)" in report
     # Each point's bench script is in the results, byte for byte the one the node ran (rendered once on the
     # controller, sent to the node, not fetched back).
     for conc in (4, 16):

@@ -10,7 +10,8 @@ line naming the cause and the next step), never as an exception, so one run show
 every node. Only bad arguments raise PreflightError.
 
 Sections: the arguments; the Docker engine's API over its unix socket; listening sockets and GPU device
-holders from /proc; VRAM use from amd-smi or rocm-smi; the image's registry; the checks; the run.
+holders from /proc; VRAM use from amd-smi or rocm-smi, on the node or in the engine image; the image's registry;
+the checks; the run.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ ARGUMENT_SPEC = dict(
     etcd_endpoint=dict(type='str'),
     etcd_wait=dict(type='float', default=10.0),
     image=dict(type='str'),
+    image_smi_run=dict(type='dict'),
     timeout=dict(type='float', default=5.0),
     node=dict(type='str'),
 )
@@ -91,6 +93,8 @@ def check_arguments(params):
                              % endpoint)
     if params.get('image') is not None and not params['image'].strip():
         raise PreflightError('image must not be empty')
+    if params.get('image_smi_run') is not None and not params.get('image'):
+        raise PreflightError('image_smi_run needs image, the engine image its amd-smi ran in')
 
 
 # ---------------------------------------------------------------- the Docker engine's API
@@ -387,6 +391,63 @@ def read_vram():
     return None, [], problems
 
 
+# ---------------------------------------------------------------- VRAM use with the engine image's amd-smi
+
+# A node with only the amdgpu driver has no amd-smi of its own; ROCm engine images (lmsysorg/sglang's) have it here.
+IMAGE_AMD_SMI = '/opt/rocm/bin/amd-smi'
+IMAGE_SMI_ARGUMENTS = SMI_COMMANDS[0][1]
+IMAGE_SMI_CONTAINER = 'infera-preflight-amd-smi'
+_IMAGE_SMI_COMMAND = ' '.join(('amd-smi',) + IMAGE_SMI_ARGUMENTS)
+# coreutils timeout's exit codes: it cut the command off; the command is not there.
+_TIMED_OUT = 124
+_NOT_FOUND = 127
+
+
+def image_smi_source(image):
+    """What details.gpus.source says of a reading from the image's amd-smi."""
+    return '%s (in %s)' % (_IMAGE_SMI_COMMAND, image)
+
+
+def image_smi_label(image):
+    """How a message names a reading from the image's amd-smi."""
+    return '`%s` in %s' % (_IMAGE_SMI_COMMAND, image)
+
+
+def image_smi_plan(image):
+    """The one-shot container that reads VRAM use with image's amd-smi: community.docker.docker_container options."""
+    return {
+        'name': IMAGE_SMI_CONTAINER,
+        'image': image,
+        # amd-smi hangs on a wedged GPU and Docker's wait has no deadline: coreutils timeout (in every ROCm image,
+        # which are Ubuntu) ends it as SMI_TIMEOUT ends the node's own.
+        'entrypoint': ['timeout', '%g' % SMI_TIMEOUT, IMAGE_AMD_SMI],
+        'command': list(IMAGE_SMI_ARGUMENTS),
+        'devices': [os.path.join(DEV, 'kfd'), os.path.join(DEV, 'dri')],
+        'source': image_smi_source(image),
+    }
+
+
+def read_image_vram(run, image):
+    """(the source or None, its GPUs, why it did not answer), like read_vram(), from what
+    community.docker.docker_container returned for image_smi_plan(image): container.Output (stdout and stderr),
+    status (the exit code), msg (Docker's error when the container could not start)."""
+    label = image_smi_label(image)
+    output = (run.get('container') or {}).get('Output')
+    status = run.get('status')
+    if output is None or status is None:
+        return None, [], ['%s could not start: %s' % (label, _last_line(run.get('msg')))]
+    if status == _TIMED_OUT:
+        return None, [], ['%s did not finish within %g s' % (label, SMI_TIMEOUT)]
+    if status == _NOT_FOUND:
+        return None, [], ['%s has no %s (exit %d: %s)' % (image, IMAGE_AMD_SMI, status, _last_line(output))]
+    if status != 0:
+        return None, [], ['%s exited %d: %s' % (label, status, _last_line(output))]
+    try:
+        return image_smi_source(image), parse_amd_smi(output), []
+    except ValueError as error:
+        return None, [], ['%s printed no VRAM figures: %s' % (label, error)]
+
+
 def _gpu_figure(gpu):
     return 'GPU %d (%.1f%%, %d of %d MiB)' % (gpu['index'], gpu['used_percent'], gpu['used_mib'], gpu['total_mib'])
 
@@ -462,6 +523,9 @@ class Preflight:
         self._docker_root = None
         self._table = None
         self._container_namespace = None
+        self._image_answer = None
+        # Set when the node has no amd-smi but the engine image has: the role runs it and checks again.
+        self.image_smi = None
 
     def fail(self, check, message):
         self.failures.append({'check': check, 'message': message})
@@ -489,6 +553,17 @@ class Preflight:
         if namespace is None or namespace == pid_namespace('self'):
             return None
         return namespace
+
+    def inspect_image(self):
+        """The engine's answer to GET /images/<image>/json, asked once for the gpus and the image checks: (HTTP
+        status, body), or (None, the error) when the engine stopped answering."""
+        if self._image_answer is None:
+            path = '/images/%s/json' % quote(self.params['image'], safe='/:@')
+            try:
+                self._image_answer = docker_get(self.params['docker_socket'], path, self.timeout)
+            except (OSError, http.client.HTTPException) as error:
+                self._image_answer = (None, error)
+        return self._image_answer
 
     def is_ours(self, pid):
         """Whether pid runs inside the named container (the same pid namespace as the container's init)."""
@@ -544,42 +619,88 @@ class Preflight:
         return None
 
     def check_gpus(self):
-        command, gpus, problems = read_vram()
-        if command is None:
-            if problems:
-                self.fail('gpus', 'cannot read VRAM use: %s; next step: run it on the node by hand and repair the '
-                                  'ROCm install' % '; '.join(problems))
-            else:
-                self.fail('gpus', 'neither amd-smi nor rocm-smi is on the PATH or in %s, so VRAM use cannot be '
-                                  'read; next step: install amd-smi (ROCm amd-smi-lib) on the node' % ROCM_BIN)
+        reading = self._read_gpus()
+        if reading is None:
             return None
+        label, source, gpus = reading
         limit = self.params['vram_max_percent']
         wanted = self.params['render_nodes']
-        details = {'source': command, 'gpus': gpus, 'held_by_container': None}
+        details = {'source': source, 'gpus': gpus, 'held_by_container': None}
         self.details['gpus'] = details
         if len(gpus) < wanted:
-            self.fail('gpus', '`%s` lists %d GPU(s), expected at least %d; next step: amd-smi list, and dmesg | grep '
-                              'amdgpu for a GPU that failed to come up' % (command, len(gpus), wanted))
+            self.fail('gpus', '%s lists %d GPU(s), expected at least %d; next step: amd-smi list, and dmesg | grep '
+                              'amdgpu for a GPU that failed to come up' % (label, len(gpus), wanted))
         unread = [str(gpu['index']) for gpu in gpus if gpu['used_percent'] is None]
         if unread:
-            self.fail('gpus', '`%s` gives no VRAM figures (N/A) for GPU %s, so it cannot be called idle; next step: '
+            self.fail('gpus', '%s gives no VRAM figures (N/A) for GPU %s, so it cannot be called idle; next step: '
                               'amd-smi metric --mem-usage on the node, and dmesg | grep amdgpu'
-                      % (command, ', '.join(unread)))
+                      % (label, ', '.join(unread)))
         busy = [gpu for gpu in gpus if gpu['used_percent'] is not None and gpu['used_percent'] > limit]
         if busy:
-            self._judge_busy_gpus(busy, limit, command, details)
+            self._judge_busy_gpus(busy, limit, label, details)
         return None
 
-    def _judge_busy_gpus(self, busy, limit, command, details):
+    def _read_gpus(self):
+        """(how messages name the reading, its source, the GPUs), from the node's own amd-smi or rocm-smi, or from
+        the engine image's amd-smi when the role ran it (image_smi_run); None after failing the check."""
+        run = self.params.get('image_smi_run')
+        if run is not None:
+            image = self.params['image']
+            source, gpus, problems = read_image_vram(run, image)
+            if source is None:
+                self.fail('gpus', 'cannot read VRAM use: %s, and the node has no amd-smi or rocm-smi of its own; next '
+                                  'step: run it by hand (docker run --rm --device /dev/kfd --device /dev/dri '
+                                  '--entrypoint %s %s %s), or install amd-smi (ROCm amd-smi-lib) on the node, then '
+                                  'rerun' % ('; '.join(problems), IMAGE_AMD_SMI, image, ' '.join(IMAGE_SMI_ARGUMENTS)))
+                return None
+            return image_smi_label(image), source, gpus
+        command, gpus, problems = read_vram()
+        if command is not None:
+            return '`%s`' % command, command, gpus
+        if problems:
+            self.fail('gpus', 'cannot read VRAM use: %s; next step: run it on the node by hand and repair the '
+                              'ROCm install' % '; '.join(problems))
+        else:
+            self._no_smi_on_node()
+        return None
+
+    def _no_smi_on_node(self):
+        """Fail the check for a node without amd-smi or rocm-smi; plan a read with the image's amd-smi when the image
+        is on the node (image_smi: the role runs it and checks again, with what it printed)."""
+        missing = 'neither amd-smi nor rocm-smi is on the PATH or in %s, so VRAM use cannot be read' % ROCM_BIN
+        image = self.params.get('image')
+        if not image:
+            self.fail('gpus', '%s; next step: install amd-smi (ROCm amd-smi-lib) on the node' % missing)
+            return
+        if not self.docker_answers:
+            self.fail('gpus', "%s, nor with the amd-smi of the image %s: the Docker engine does not answer (see the "
+                              "docker check); next step: install amd-smi (ROCm amd-smi-lib) on the node, or repair "
+                              "Docker, then rerun" % (missing, image))
+            return
+        status = self.inspect_image()[0]
+        if status == 200:
+            self.image_smi = image_smi_plan(image)
+            self.fail('gpus', '%s on the node itself, but the image %s is on the node; next step: read VRAM use with '
+                              'its amd-smi (run the container image_smi describes and pass what '
+                              'community.docker.docker_container returned as image_smi_run; the preflight role does), '
+                              'or install amd-smi (ROCm amd-smi-lib) on the node' % (missing, image))
+        else:
+            where = ('is not on the node yet (the preflight runs before the pull)' if status == 404
+                     else 'could not be looked up (see the image check)')
+            self.fail('gpus', '%s, and the image %s, whose amd-smi could read it, %s; next step: install amd-smi (ROCm '
+                              'amd-smi-lib) on the node, or pull the image onto it first (docker pull %s), then rerun'
+                      % (missing, image, where, image))
+
+    def _judge_busy_gpus(self, busy, limit, label, details):
         holders = self.table.gpu_holders
         foreign = [pid for pid in holders if not self.is_ours(pid)]
         if holders and not foreign:
             # Our own engine holds the memory: a redeploy restarts it.
             details['held_by_container'] = self.params.get('container')
             return
-        headline = '%s %s more than %s%% of %s VRAM in use (`%s`)' % (
+        headline = '%s %s more than %s%% of %s VRAM in use (%s)' % (
             ' and '.join(_gpu_figure(gpu) for gpu in busy), 'has' if len(busy) == 1 else 'have', _plain(limit),
-            'its' if len(busy) == 1 else 'their', command)
+            'its' if len(busy) == 1 else 'their', label)
         if foreign:
             self.fail('gpus', '%s; held by %s%s; next step: stop %s (kill %d) or wait for it to finish, then rerun'
                       % (headline, describe_processes(foreign), self._outside(),
@@ -724,12 +845,10 @@ class Preflight:
             return 'no image given'
         if not self.docker_answers:
             return 'the Docker engine does not answer (see the docker check)'
-        try:
-            status, body = docker_get(self.params['docker_socket'], '/images/%s/json' % quote(image, safe='/:@'),
-                                      self.timeout)
-        except (OSError, http.client.HTTPException) as error:
+        status, body = self.inspect_image()
+        if status is None:
             self.fail('image', 'the Docker engine stopped answering while looking up %s (%s); next step: systemctl '
-                               'status docker' % (image, error))
+                               'status docker' % (image, body))
             return None
         if status == 200:
             try:
@@ -804,6 +923,7 @@ def run_preflight(params):
         'passed': passed,
         'skipped': skipped,
         'details': preflight.details,
+        'image_smi': preflight.image_smi,
         # Not a check: the address the worker registers under when the inventory gives none (the deploy reads it
         # here instead of gathering the node's network facts, one node call less).
         'address': default_ipv4(),

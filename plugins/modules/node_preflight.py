@@ -21,6 +21,13 @@ description:
     O(render_nodes) GPUs. Busy GPUs are fine when every process holding C(/dev/kfd) or a render node runs inside
     O(container) (a redeploy restarts our own engine); otherwise the message names the busy GPUs, their use, and
     the processes holding the devices.
+  - A node with only the amdgpu driver has no such tool, but the engine image O(image) has C(/opt/rocm/bin/amd-smi).
+    When the node has no tool and the image is on it, the check fails and RV(image_smi) describes a one-shot
+    container that runs the image's amd-smi with the GPU devices. Run it with C(community.docker.docker_container)
+    and run this module again with its result as O(image_smi_run); the same parser then judges that output, and
+    C(details.gpus.source) names the image. The role C(infera.serving.preflight) does both. When the image is not on
+    the node yet (the preflight runs before the pull), the message names both remedies (install amd-smi on the node,
+    or pull the image first).
   - C(model) - O(model_path) has a C(config.json) whose C(model_type) is one of O(model_types), a C(tokenizer.json)
     that resolves (a Hugging Face cache snapshot links into C(blobs/); a dangling link means an interrupted or
     pruned download), and no C(*.safetensors) file that does not resolve.
@@ -92,8 +99,19 @@ options:
     type: float
     default: 10.0
   image:
-    description: The engine image reference (C($IMG)). Without it the C(image) check is skipped.
+    description:
+      - The engine image reference (C($IMG)). Without it the C(image) check is skipped.
+      - On a node without amd-smi or rocm-smi, the C(gpus) check reads VRAM use with this image's amd-smi.
     type: str
+  image_smi_run:
+    description:
+      - What C(community.docker.docker_container) returned (registered whole) when it ran the container RV(image_smi)
+        described, with O(community.docker.docker_container#module:detach=false) and
+        O(community.docker.docker_container#module:cleanup=true). Its C(container.Output) (stdout and stderr) is judged
+        instead of running a tool on the node; C(status) is the exit code, C(msg) Docker's error when the container
+        could not start.
+      - Needs O(image), the image it ran.
+    type: dict
   timeout:
     description: Seconds each HTTP request (Docker engine, etcd, registry) may take.
     type: float
@@ -104,8 +122,9 @@ options:
 notes:
   - Run it as root (C(become=true)). Other users' C(/proc/<pid>/fd) are readable only by root, so without it a
     port's or a GPU's holder cannot be named, and the message says so.
-  - The GPU checks need amd-smi or rocm-smi on the node. Nothing else beyond Python's standard library and
-    Ansible's own module utilities is needed.
+  - The GPU checks need amd-smi or rocm-smi on the node, or the engine image (O(image)) on the node, whose amd-smi
+    is run in a container (O(image_smi_run)). Nothing else beyond Python's standard library and Ansible's own module
+    utilities is needed.
 requirements:
   - Python 3 on the node.
 seealso:
@@ -175,7 +194,8 @@ details:
       C(used_percent); C(held_by_container)); C(model) (C(path), C(model_type), C(tokenizer), resolved); C(disk)
       (C(path), C(free_gib), C(min_free_gib)); C(ports) (a list, each with C(port), C(free), C(holders), C(ours));
       C(etcd) (C(endpoint), C(status), C(answer), C(asked), how many times it was asked); C(image) (C(image),
-      C(present), C(id) or C(registry) and C(registry_answer)).
+      C(present), C(id) or C(registry) and C(registry_answer)). A reading with the image's amd-smi has a C(source)
+      such as C(amd-smi metric --mem-usage --json (in rocm/infera:sglang-v0.1.1)).
     - A check that could not look (the tool is missing, the engine does not answer) leaves its entry out.
   returned: success
   type: dict
@@ -185,6 +205,22 @@ details:
       gpus: [{index: 0, used_mib: 283.0, total_mib: 294896.0, used_percent: 0.1}]
       held_by_container: null
     disk: {path: /var/lib/docker, free_gib: 812.4, min_free_gib: 50.0}
+image_smi:
+  description:
+    - Set when the node has no amd-smi or rocm-smi and O(image) is on the node (the C(gpus) check then fails). The
+      one-shot container that reads VRAM use with the image's amd-smi, as C(community.docker.docker_container)
+      options C(name), C(image), C(entrypoint), C(command) and C(devices), and C(source), what
+      C(details.gpus.source) will say. Run it and pass the result as O(image_smi_run).
+    - V(null) otherwise.
+  returned: success
+  type: dict
+  sample:
+    name: infera-preflight-amd-smi
+    image: rocm/infera:sglang-v0.1.1
+    entrypoint: [timeout, "60", /opt/rocm/bin/amd-smi]
+    command: [metric, --mem-usage, --json]
+    devices: [/dev/kfd, /dev/dri]
+    source: amd-smi metric --mem-usage --json (in rocm/infera:sglang-v0.1.1)
 address:
   description:
     - The node's default IPv4 address, found as Ansible finds C(ansible_default_ipv4.address) (the source address of

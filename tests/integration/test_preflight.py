@@ -96,3 +96,29 @@ def test_a_dangling_tokenizer_is_named(clean_node, model_path):
     assert (f"{NODE}: preflight model: tokenizer.json in {model_path} is a dangling symlink to "
             "../blobs/missing-tokenizer-blob (its target is missing") in flat(out), out[-3000:]
     assert "preflight: 0/1 nodes ready for deploy" in flat(out)
+
+
+def test_a_node_without_amd_smi_is_checked_with_the_engine_image_s(clean_node, model_path):
+    """A host with only the amdgpu driver has no amd-smi; the image the worker runs has one (/opt/rocm/bin/amd-smi,
+    here the simulated one). The preflight runs it in a one-shot container with the GPU devices, in check mode too,
+    and leaves no container; without the image on the node it names both remedies."""
+    image = platform_up(1)["IMG"]
+    clean_node.sh(f"docker pull -q {image}")
+    clean_node.sh("mv /usr/local/bin/amd-smi /root/amd-smi.preflight-test")
+    try:
+        for mode in ((), ("--check",)):
+            rc, out = preflight("-v", *mode)
+            text = flat(out)
+            assert rc == 0, out[-3000:]
+            assert "preflight: 1/1 nodes ready for deploy" in text, out[-3000:]
+            assert f"amd-smi metric --mem-usage --json (in {image})" in text, out[-3000:]
+            assert not clean_node.sh("docker ps -aq --filter name=infera-preflight-amd-smi").stdout.strip()
+        clean_node.sh(f"docker rmi {image}")
+        rc, out = preflight()
+        text = flat(out)
+        assert rc != 0
+        assert f"{NODE}: preflight gpus: " in text and "is not on the node yet" in text, out[-3000:]
+        assert f"docker pull {image}" in text, out[-3000:]
+    finally:
+        clean_node.sh("mv /root/amd-smi.preflight-test /usr/local/bin/amd-smi")
+        clean_node.sh(f"docker pull -q {image}", check=False)

@@ -471,6 +471,104 @@ def test_no_tool_at_all(node, docker):
                        'install amd-smi (ROCm amd-smi-lib) on the node' % node.rocm)
 
 
+IMAGE = 'rocm/infera:sglang-v0.1.1'
+
+
+def test_a_node_without_a_tool_plans_a_read_with_the_image_s_amd_smi_when_the_image_is_there(node, docker):
+    (node.bin / 'amd-smi').unlink()
+    docker.images[IMAGE] = {'Id': 'sha256:abc'}
+    result = run_preflight(node.params(docker, image=IMAGE))
+    message, = failures(result, 'gpus')
+    assert message.startswith('neither amd-smi nor rocm-smi is on the PATH or in %s, so VRAM use cannot be read on the '
+                              'node itself, but the image %s is on the node; next step: read VRAM use with its amd-smi '
+                              % (node.rocm, IMAGE))
+    assert result['image_smi'] == {
+        'name': 'infera-preflight-amd-smi', 'image': IMAGE,
+        'entrypoint': ['timeout', '60', '/opt/rocm/bin/amd-smi'], 'command': ['metric', '--mem-usage', '--json'],
+        'devices': [str(node.dev / 'kfd'), str(node.dev / 'dri')],
+        'source': 'amd-smi metric --mem-usage --json (in %s)' % IMAGE}
+    assert 'image' in result['passed']
+    # The gpus and the image checks share one look at the image.
+    assert docker.paths.count('/images/%s/json' % IMAGE) == 1
+
+
+class _ImageLookupFails(DockerEngine):
+    def answer(self, path):
+        return (500, b'{"message": "layer store broken"}') if path.startswith('/images/') else super().answer(path)
+
+
+@pytest.mark.parametrize('engine, expected', [
+    (DockerEngine, 'is not on the node yet (the preflight runs before the pull); next step: install amd-smi (ROCm '
+                   'amd-smi-lib) on the node, or pull the image onto it first (docker pull %s), then rerun' % IMAGE),
+    (_ImageLookupFails, 'could not be looked up (see the image check); next step: install amd-smi'),
+])
+def test_a_node_without_a_tool_or_the_image_names_both_remedies(node, engine, expected):
+    (node.bin / 'amd-smi').unlink()
+    with engine() as docker:
+        result = run_preflight(node.params(docker, image=IMAGE))
+    message, = failures(result, 'gpus')
+    assert ('so VRAM use cannot be read, and the image %s, whose amd-smi could read it, %s' % (IMAGE, expected)
+            in message)
+    assert result['image_smi'] is None
+
+
+def test_a_node_without_a_tool_or_docker_says_so(node):
+    (node.bin / 'amd-smi').unlink()
+    result = run_preflight(node.params(None, image=IMAGE))
+    assert failures(result, 'gpus') == [
+        'neither amd-smi nor rocm-smi is on the PATH or in %s, so VRAM use cannot be read, nor with the amd-smi of the '
+        'image %s: the Docker engine does not answer (see the docker check); next step: install amd-smi (ROCm '
+        'amd-smi-lib) on the node, or repair Docker, then rerun' % (node.rocm, IMAGE)]
+    assert result['image_smi'] is None
+
+
+def _ran(output, status=0):
+    """What community.docker.docker_container returns for a run that ended (detach=false, cleanup=true)."""
+    return {'changed': True, 'status': status, 'container': {'Id': 'c0ffee', 'Output': output}}
+
+
+def test_the_image_s_amd_smi_output_is_judged_like_the_node_s_own(node, docker):
+    # The node's tool is not run: it has none (here: one that would fail, to show it is not asked).
+    node.tool('amd-smi', '', exit_code=1, stderr='must not run')
+    output = 'AMDSMI: SIMULATED (stderr comes first)\n' + (DATA / 'amd-smi-rocm7-metric-mem-usage.json').read_text()
+    result = run_preflight(node.params(docker, image=IMAGE, image_smi_run=_ran(output)))
+    assert result['details']['gpus']['source'] == 'amd-smi metric --mem-usage --json (in %s)' % IMAGE
+    assert [gpu['index'] for gpu in result['details']['gpus']['gpus']] == list(range(8))
+    assert 'gpus' in result['passed'] and result['image_smi'] is None
+
+
+def test_a_busy_gpu_read_in_the_image_names_the_image(node, docker):
+    data = json.loads((DATA / 'amd-smi-rocm7-metric-mem-usage.json').read_text())
+    data['gpu_data'][3]['mem_usage']['used_vram'] = {'value': 250661, 'unit': 'MB'}
+    result = run_preflight(node.params(docker, image=IMAGE, image_smi_run=_ran(json.dumps(data))))
+    message, = failures(result, 'gpus')
+    assert message.startswith('GPU 3 (85.0%%, 250661 of %d MiB) has more than 10%% of its VRAM in use '
+                              '(`amd-smi metric --mem-usage --json` in %s)'
+                              % (data['gpu_data'][3]['mem_usage']['total_vram']['value'], IMAGE))
+
+
+@pytest.mark.parametrize('run, cause', [
+    ({'failed': True, 'msg': 'Error starting container c0ffee: 500 Server Error: error gathering device information '
+                             'while adding custom device "/dev/kfd": no such file or directory'},
+     '`amd-smi metric --mem-usage --json` in %s could not start: Error starting container c0ffee: 500 Server Error: '
+     'error gathering device information while adding custom device "/dev/kfd": no such file or directory' % IMAGE),
+    (_ran('', status=124), '`amd-smi metric --mem-usage --json` in %s did not finish within 60 s' % IMAGE),
+    (_ran("timeout: failed to run command '/opt/rocm/bin/amd-smi': No such file or directory\n", status=127),
+     "%s has no /opt/rocm/bin/amd-smi (exit 127: timeout: failed to run command '/opt/rocm/bin/amd-smi': No such "
+     "file or directory)" % IMAGE),
+    (_ran('ERROR: AMD SMI library not initialised\n', status=1),
+     '`amd-smi metric --mem-usage --json` in %s exited 1: ERROR: AMD SMI library not initialised' % IMAGE),
+    (_ran('no GPUs found'), '`amd-smi metric --mem-usage --json` in %s printed no VRAM figures: no JSON in the output'
+     % IMAGE),
+])
+def test_a_failed_read_in_the_image_names_the_cause_and_both_ways_out(node, docker, run, cause):
+    message, = failures(run_preflight(node.params(docker, image=IMAGE, image_smi_run=run)), 'gpus')
+    assert message == (
+        'cannot read VRAM use: %s, and the node has no amd-smi or rocm-smi of its own; next step: run it by hand '
+        '(docker run --rm --device /dev/kfd --device /dev/dri --entrypoint /opt/rocm/bin/amd-smi %s metric '
+        '--mem-usage --json), or install amd-smi (ROCm amd-smi-lib) on the node, then rerun' % (cause, IMAGE))
+
+
 def test_every_tool_failing_is_named(node, docker):
     node.tool('amd-smi', 'not json', exit_code=0)
     node.tool('rocm-smi', '', exit_code=2, stderr='rocm-smi: error\nERROR: GPU[0] driver not loaded')
@@ -727,6 +825,7 @@ def test_an_absent_docker_hub_image_will_be_pulled(node, docker):
     ({'etcd_endpoint': '10.0.0.5:2379'}, "etcd_endpoint must be an http:// or https:// URL such as http://10.0.0.5:2379; "
                                          "got '10.0.0.5:2379'"),
     ({'image': ' '}, 'image must not be empty'),
+    ({'image_smi_run': {'status': 0}}, 'image_smi_run needs image, the engine image its amd-smi ran in'),
 ])
 def test_bad_arguments_raise(node, overrides, expected):
     with pytest.raises(PreflightError) as raised:

@@ -25,12 +25,32 @@ from ansible_collections.infera.serving.plugins.modules import node_preflight
 from .utils import run_module
 
 
+IMAGE = 'rocm/infera:sglang-v0.1.1'
+
+
 @pytest.fixture
 def docker_socket():
     """A Docker engine that answers /_ping and knows no container and no image."""
+    yield from _docker_engine(images=())
+
+
+@pytest.fixture
+def docker_with_image():
+    """A Docker engine that answers /_ping and knows IMAGE."""
+    yield from _docker_engine(images=(IMAGE,))
+
+
+def _docker_engine(images):
+    known = {'/images/%s/json' % image for image in images}
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
-            status, body = (200, b'OK') if self.path == '/_ping' else (404, b'{"message": "not found"}')
+            if self.path == '/_ping':
+                status, body = 200, b'OK'
+            elif self.path in known:
+                status, body = 200, b'{"Id": "sha256:abc"}'
+            else:
+                status, body = 404, b'{"message": "not found"}'
             self.send_response(status)
             self.send_header('Content-Length', str(len(body)))
             self.end_headers()
@@ -91,6 +111,25 @@ def test_a_ready_node_exits_unchanged_in_check_mode_too(node, docker_socket, che
     assert result['node'] == 'node1'
     assert warnings == []
     assert sorted(str(path) for path in node.rglob('*')) == before, 'the preflight wrote on the node'
+
+
+@pytest.mark.parametrize('check_mode', [False, True])
+def test_a_node_without_amd_smi_is_read_with_the_image_s_in_a_second_call(node, docker_with_image, check_mode):
+    (node / 'bin' / 'amd-smi').unlink()
+    args = {'docker_socket': docker_with_image, 'image': IMAGE, 'docker_data_root': str(node), 'min_free_gib': 0,
+            'node': 'node1'}
+    kind, first, _warnings = run_module(node_preflight.main, args, check_mode=check_mode)
+    assert kind == 'exit', first
+    assert first['ready'] is False and [failure['check'] for failure in first['failures']] == ['gpus']
+    assert first['image_smi']['image'] == IMAGE
+
+    # What community.docker.docker_container returns when it ran first['image_smi'] (detach=false, cleanup=true).
+    run = {'changed': True, 'status': 0, 'container': {'Output': (node / 'metric.json').read_text()}}
+    kind, second, _warnings = run_module(node_preflight.main, dict(args, image_smi_run=run), check_mode=check_mode)
+    assert kind == 'exit', second
+    assert second['ready'] is True and second['changed'] is False
+    assert second['details']['gpus']['source'] == 'amd-smi metric --mem-usage --json (in %s)' % IMAGE
+    assert second['image_smi'] is None
 
 
 def test_problems_are_returned_not_failed(node):

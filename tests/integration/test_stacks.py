@@ -1,9 +1,11 @@
-"""The walkthrough image's stack, Infera v0.1.1 on SGLang 0.5.15.post1, under the collection, on a rehearsal node.
+"""The second supported stack, Infera v0.2.10 on SGLang 0.5.17, under the collection, on a rehearsal node.
 
-The engine image of stack v0.1.1 (tests/rehearsal/platform image v0.1.1) has the vendored Infera v0.1.1 installed and
-a simulated engine that writes SGLang 0.5.15.post1's lines. A deploy on it must run Infera's own v0.1.1 files, name the
-wrapper's fixed 1,800 s ready limit before the launch (the role's deadline is 2,700 s), and name the stack in the
-summary and the sweep's manifest. On node 7 (tests/conftest.py: group own-nodes), with an etcd prefix of its own.
+The rest of the suite runs on the rehearsal's default stack, the walkthrough image's (Infera v0.1.1 on SGLang
+0.5.15.post1). The engine image of stack v0.2.10 (tests/rehearsal/platform image v0.2.10) has the vendored Infera
+v0.2.10 installed and a simulated engine that writes SGLang 0.5.17's lines. On it a deploy runs Infera's own v0.2.10
+files with no ready-limit warning (its wrapper reads INFERA_ENGINE_READY_TIMEOUT), a sweep point's manifest names both
+versions, a stop leaves the drain to Infera's own (no SIGSTOP, no lease revoke by the collection), and a GPU fault in
+the cold start is named. On node 7 (tests/conftest.py: group own-nodes), with an etcd prefix of its own.
 """
 
 import hashlib
@@ -15,15 +17,18 @@ import time
 import pytest
 
 from conftest import node_fixture, node_name
+from faults import ENGINE_FAULTS, SCALE
 from rehearsal import REPO, playbook_env, run_playbook, send_in_flight
 
 NODE = node_name(7)
-STACK = "v0.1.1"
+STACK = "v0.2.10"
 TARBALL = REPO.parent / "shared" / "vendor" / f"amd-infera-{STACK}.tar.gz"
-WARNING = (f"WARNING {NODE}: stage worker: this image's Infera wrapper (amd-infera 0.1.1) gives up on the engine after "
-           "a fixed 1800 s")
-SUMMARY = ("stack: Infera 0.1.1 on SGLang 0.5.15.post1 (simulated engine) (a fixed 1800 s ready limit, no drain on "
-           "SIGTERM)")
+SUMMARY = ("stack: Infera 0.2.10 on SGLang 0.5.17 (simulated engine) (ready limit INFERA_ENGINE_READY_TIMEOUT, drains "
+           "on SIGTERM)")
+# At the simulated nodp rate (~88 tokens/s for one request) about 40 s: still in flight when the stop's SIGTERM
+# comes, even on a loaded machine, and done within the drain timeout of 60 s.
+DRAIN_TOKENS = 3500
+DRAIN_TIMEOUT = 60
 
 node = node_fixture(7)
 
@@ -40,81 +45,85 @@ def image():
 @pytest.fixture
 def on_stack(node, image):
     node.remove_worker_container()
-    yield ("-e", json.dumps({"infera_image": image}))
+    yield {"infera_image": image}
     run_playbook("teardown.yml", limit=NODE)
     node.remove_worker_container()
 
 
 def tarball_hashes():
-    """{path under infera/: sha256} of the vendored release."""
+    """{path under infera/: sha256} of the vendored release's .py files."""
     hashes = {}
     with tarfile.open(TARBALL) as archive:
         for member in archive.getmembers():
             inner = member.name.split("/", 1)[-1]
-            if member.isfile() and inner.startswith("infera/"):
+            if member.isfile() and inner.startswith("infera/") and inner.endswith(".py"):
                 hashes[inner] = hashlib.sha256(archive.extractfile(member).read()).hexdigest()
     return hashes
 
 
-def test_the_walkthrough_image_s_stack_is_named_before_the_launch_and_runs_its_own_files(node, on_stack, tmp_path):
-    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", *on_stack, limit=NODE)
+def test_deploy_sweep_point_and_stop_on_the_second_stack(node, on_stack, tmp_path):
+    settings = {**on_stack, "sglang_worker_drain_timeout": DRAIN_TIMEOUT}
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(settings), limit=NODE)
     assert rc == 0, out[-4000:]
     # The YAML callback folds long messages and doubles the apostrophe in a quoted one.
     text = " ".join(out.split()).replace("''", "'")
-    assert WARNING in text and "less than sglang_worker_ready_deadline 2700 s" in text, out[-4000:]
-    # Said before the engine starts, not after.
-    assert text.index(WARNING) < text.index("Write the launch script if it changed and start the engine detached")
     assert SUMMARY in text, out[-3000:]
+    assert "gives up on the engine after a fixed" not in text, "v0.2.10's wrapper reads INFERA_ENGINE_READY_TIMEOUT"
 
-    # The Infera the worker runs is v0.1.1's, file for file.
+    # The Infera the worker runs is v0.2.10's, file for file.
     listed = node.sh("docker exec sgl_mix sh -c 'cd \"$(python3 -c \"import infera, os; "
                      "print(os.path.dirname(infera.__file__))\")/..\" && find infera -name \"*.py\" "
                      "-exec sha256sum {} +'").stdout
     installed = {path: digest for digest, path in (line.split() for line in listed.splitlines())}
-    expected = {path: digest for path, digest in tarball_hashes().items() if path.endswith(".py")}
+    expected = tarball_hashes()
     assert expected and {path: installed.get(path) for path in expected} == expected
 
-    # The engine wrote SGLang 0.5.15.post1's capture lines, not an invented older one.
+    # The engine wrote SGLang 0.5.17's capture line (model_runner.py: num_tokens_per_req), not 0.5.15.post1's.
     log = node.sh("cat /var/lib/infera/sgl_mix/logs/engine.log").stdout
-    assert "Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[" in log
-    assert "Capture cuda graph begin" not in log
+    assert "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[" in log
+    assert "num_tokens_per_bs" not in log and "Capture cuda graph begin" not in log
 
     # A sweep point on it: the manifest names both versions.
     results = tmp_path / "results"
-    settings = {"concurrencies": [4], "run_id": "stack", "sweep_results_dir": str(results),
-                "sweep_random_input_len": 64, "sweep_random_output_len": 64, **json.loads(on_stack[1])}
-    done = subprocess.run(["ansible-playbook", "playbooks/sweep.yml", "--limit", NODE, "-e", json.dumps(settings)],
+    sweep = {"concurrencies": [4], "run_id": "stack", "sweep_results_dir": str(results),
+             "sweep_random_input_len": 64, "sweep_random_output_len": 64, **on_stack}
+    done = subprocess.run(["ansible-playbook", "playbooks/sweep.yml", "--limit", NODE, "-e", json.dumps(sweep)],
                           cwd=REPO, env=playbook_env(), capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     manifest = json.loads((results / "stack" / NODE / "manifest.json").read_text())
-    assert manifest["stack"]["infera"] == "0.1.1" and manifest["stack"]["sglang"] == "0.5.15.post1 (simulated engine)"
-    assert manifest["stack"]["ready_limit"] == 1800 and manifest["stack"]["drain"] == "none"
-    assert "- stack: Infera 0.1.1 on SGLang 0.5.15.post1 (simulated engine)" in \
-        (results / "stack" / "report.md").read_text()
+    stack = manifest["stack"]
+    assert (stack["infera"], stack["sglang"], stack["ready_limit"], stack["drain"]) == \
+        ("0.2.10", "0.5.17 (simulated engine)", None, "infera"), stack
+    assert [point["status"] for point in manifest["points"]] == ["ok"], manifest["points"]
+    assert "- stack: Infera 0.2.10 on SGLang 0.5.17 (simulated engine)" in (results / "stack" / "report.md").read_text()
 
-
-# At the simulated nodp rate (~88 tokens/s for one request) about 40 s: still in flight when the stop's drain begins,
-# even on a loaded machine, and done within its sglang_worker_drain_timeout of 60 s.
-DRAIN_TOKENS = 3500
-
-
-def test_a_stop_on_an_infera_without_a_drain_lets_the_request_in_flight_finish(node, on_stack):
-    """Infera v0.1.1 SIGTERMs the engine's process group at once, which cuts the requests in flight; the collection
-    holds the wrapper, revokes its lease and lets SGLang finish them (drain.yml). The worker alone is stopped
-    (--tags worker keeps the container), so the engine's log shows SGLang's drain saw the request."""
-    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", *on_stack, limit=NODE)
+    # A stop with a request in flight: Infera's own drain finishes it; the collection's drain stays out of the way.
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(settings), limit=NODE)
     assert rc == 0, out[-3000:]
     outcome = send_in_flight(node, DRAIN_TOKENS)
-    time.sleep(2)  # the request is sent at once and generates for ~40 s
-    rc, out = run_playbook("teardown.yml", "--tags", "worker", "-e", "sglang_worker_drain_timeout=60", limit=NODE)
+    time.sleep(2)
+    rc, out = run_playbook("teardown.yml", "-e", json.dumps(settings), limit=NODE)
     assert rc == 0, out[-3000:]
     code, completion = outcome()
     assert code == "200", "the request in flight was cut by the stop"
     assert completion["usage"]["completion_tokens"] == DRAIN_TOKENS
-    assert "Hold the worker wrapper still (SIGSTOP)" in out and "Revoke the worker's lease" in out, out[-3000:]
-    assert "the engine still had requests in flight" not in out, out[-3000:]
+    assert "Hold the worker wrapper still (SIGSTOP)" not in out, "the collection drained an Infera that drains itself"
     log = node.sh("cat /var/lib/infera/sgl_mix/logs/engine.log").stdout
-    # SGLang's own drain (tokenizer_manager.py sigterm_watchdog) saw the request, then none.
-    assert "Gracefully exiting... Remaining number of requests 1." in log, log[-2000:]
-    assert log.index("Remaining number of requests 1.") < log.index("Remaining number of requests 0.")
-    assert "crashed with exit code" not in log, "the engine was stopped by a SIGTERM to its process group"
+    # Infera's drain logs "engine idle" only when it saw the request in flight (infera/engine/drain.py: peak > 0),
+    # after it deregistered.
+    assert "drain: engine idle" in log, "\n".join(log.splitlines()[-15:])
+    assert log.index(f"deregistered worker {node.address}:30000") < log.index("drain: engine idle")
+
+
+def test_a_gpu_fault_in_the_cold_start_is_named_on_the_second_stack(node, on_stack):
+    spec = next(spec for spec in ENGINE_FAULTS if spec.fault == "memory_access_fault")
+    settings = {**on_stack, "infera_extra_env": {"INFERA_SIM_TIME_SCALE": SCALE, "INFERA_SIM_FAULT": spec.fault}}
+    rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(settings), limit=NODE)
+    assert rc != 0, out[-3000:]
+    text = " ".join(out.split())
+    # The engine's failure message (_remediation.py): the node, the stage, the cause, the next step.
+    assert f"SGLang engine on {NODE} " in text and " during stage " in text and "Cause: " in text, out[-3000:]
+    for words in spec.says:
+        assert words in text, f"{words!r} missing from the failure:\n{out[-3000:]}"
+    # The wrapper's view of the engine's end on 0.5.17: the scheduler died of the HIP abort, the launcher exited 1.
+    assert "Rank 0 scheduler died during initialization (exit code: -6)" in text, out[-3000:]

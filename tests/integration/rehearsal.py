@@ -4,11 +4,13 @@ A node is a Docker-in-Docker container; the worker container (`sgl_mix`) runs in
 exactly as on a real MI355X host. Everything measured here is SIMULATED.
 """
 
+import hashlib
 import json
 import os
 import re
 import shlex
 import subprocess
+import tarfile
 import time
 from pathlib import Path
 
@@ -192,3 +194,22 @@ def send_in_flight(node, tokens, name="drain"):
         text = node.sh(f"cat /tmp/{name}.json", check=False).stdout
         return code, json.loads(text) if code == "200" else text
     return outcome
+
+
+def vendored_infera_hashes(release):
+    """{path under infera/: sha256} of the .py files of a vendored Infera release (shared/vendor)."""
+    hashes = {}
+    with tarfile.open(REPO.parent / "shared" / "vendor" / f"amd-infera-{release}.tar.gz") as archive:
+        for member in archive.getmembers():
+            inner = member.name.split("/", 1)[-1]
+            if member.isfile() and inner.startswith("infera/") and inner.endswith(".py"):
+                hashes[inner] = hashlib.sha256(archive.extractfile(member).read()).hexdigest()
+    return hashes
+
+
+def installed_infera_hashes(node, container="sgl_mix"):
+    """{path under infera/: sha256} of the .py files of the Infera a container on the node runs."""
+    listed = node.sh(f"docker exec {container} sh -c 'cd \"$(python3 -c \"import infera, os; "
+                     "print(os.path.dirname(infera.__file__))\")/..\" && find infera -name \"*.py\" "
+                     "-exec sha256sum {} +'").stdout
+    return {path: digest for digest, path in (line.split() for line in listed.splitlines())}

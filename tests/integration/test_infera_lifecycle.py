@@ -9,17 +9,16 @@ engine goes.
 On node 6 (tests/conftest.py: group node-6), beside node 1's deploy tests.
 """
 
-import hashlib
 import re
 import subprocess
-import tarfile
 import tempfile
 import threading
 import time
 
 from conftest import node_fixture, node_name
 from faults import playbook_env
-from rehearsal import REPO, router_workers, run_playbook, send_in_flight
+from rehearsal import (REPO, installed_infera_hashes, router_workers, run_playbook, send_in_flight,
+                       vendored_infera_hashes)
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
 NODE = node_name(6)
@@ -35,31 +34,12 @@ DRAIN_TIMEOUT = 60
 node = node_fixture(6)
 
 
-def tarball_py_hashes(release):
-    """{path under infera/: sha256} of the .py files of a vendored Infera release."""
-    hashes = {}
-    with tarfile.open(REPO.parent / "shared" / "vendor" / f"amd-infera-{release}.tar.gz") as archive:
-        for member in archive.getmembers():
-            inner = member.name.split("/", 1)[-1]
-            if member.isfile() and inner.startswith("infera/") and inner.endswith(".py"):
-                hashes[inner] = hashlib.sha256(archive.extractfile(member).read()).hexdigest()
-    return hashes
-
-
-def installed_py_hashes(node):
-    """{path under infera/: sha256} of the .py files of the Infera the worker container runs."""
-    listed = node.sh(f"docker exec {CONTAINER} sh -c 'cd \"$(python3 -c \"import infera, os; "
-                     "print(os.path.dirname(infera.__file__))\")/..\" && find infera -name \"*.py\" "
-                     "-exec sha256sum {} +'").stdout
-    return {path: digest for digest, path in (line.split() for line in listed.splitlines())}
-
-
 def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
     rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", limit=NODE)
     assert rc == 0, out[-3000:]
     # The default stack is the walkthrough image's: Infera v0.1.1, file for file, on SGLang 0.5.15.post1's lines.
-    expected = tarball_py_hashes("v0.1.1")
-    installed = installed_py_hashes(clean_node)
+    expected = vendored_infera_hashes("v0.1.1")
+    installed = installed_infera_hashes(clean_node, CONTAINER)
     assert expected and {path: installed.get(path) for path in expected} == expected
     # Its wrapper's fixed ready limit (worker.py _wait_ready(timeout=1800)) is named before the engine starts.
     text = " ".join(out.split()).replace("''", "'")

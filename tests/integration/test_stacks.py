@@ -8,21 +8,18 @@ versions, a stop leaves the drain to Infera's own (no SIGSTOP, no lease revoke b
 the cold start is named. On node 7 (tests/conftest.py: group own-nodes), with an etcd prefix of its own.
 """
 
-import hashlib
 import json
 import subprocess
-import tarfile
 import time
 
 import pytest
 
 from conftest import node_fixture, node_name
 from faults import ENGINE_FAULTS, SCALE
-from rehearsal import REPO, playbook_env, run_playbook, send_in_flight
+from rehearsal import REPO, installed_infera_hashes, playbook_env, run_playbook, send_in_flight, vendored_infera_hashes
 
 NODE = node_name(7)
 STACK = "v0.2.10"
-TARBALL = REPO.parent / "shared" / "vendor" / f"amd-infera-{STACK}.tar.gz"
 SUMMARY = ("stack: Infera 0.2.10 on SGLang 0.5.17 (simulated engine) (ready limit INFERA_ENGINE_READY_TIMEOUT, drains "
            "on SIGTERM)")
 # At the simulated nodp rate (~88 tokens/s for one request) about 40 s: still in flight when the stop's SIGTERM
@@ -50,17 +47,6 @@ def on_stack(node, image):
     node.remove_worker_container()
 
 
-def tarball_hashes():
-    """{path under infera/: sha256} of the vendored release's .py files."""
-    hashes = {}
-    with tarfile.open(TARBALL) as archive:
-        for member in archive.getmembers():
-            inner = member.name.split("/", 1)[-1]
-            if member.isfile() and inner.startswith("infera/") and inner.endswith(".py"):
-                hashes[inner] = hashlib.sha256(archive.extractfile(member).read()).hexdigest()
-    return hashes
-
-
 def test_deploy_sweep_point_and_stop_on_the_second_stack(node, on_stack, tmp_path):
     settings = {**on_stack, "sglang_worker_drain_timeout": DRAIN_TIMEOUT}
     rc, out = run_playbook("deploy_mixed.yml", "-e", "conc=64", "-e", json.dumps(settings), limit=NODE)
@@ -71,11 +57,8 @@ def test_deploy_sweep_point_and_stop_on_the_second_stack(node, on_stack, tmp_pat
     assert "gives up on the engine after a fixed" not in text, "v0.2.10's wrapper reads INFERA_ENGINE_READY_TIMEOUT"
 
     # The Infera the worker runs is v0.2.10's, file for file.
-    listed = node.sh("docker exec sgl_mix sh -c 'cd \"$(python3 -c \"import infera, os; "
-                     "print(os.path.dirname(infera.__file__))\")/..\" && find infera -name \"*.py\" "
-                     "-exec sha256sum {} +'").stdout
-    installed = {path: digest for digest, path in (line.split() for line in listed.splitlines())}
-    expected = tarball_hashes()
+    installed = installed_infera_hashes(node)
+    expected = vendored_infera_hashes(STACK)
     assert expected and {path: installed.get(path) for path in expected} == expected
 
     # The engine wrote SGLang 0.5.17's capture line (model_runner.py: num_tokens_per_req), not 0.5.15.post1's.

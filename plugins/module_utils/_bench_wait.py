@@ -81,8 +81,11 @@ ROUTER_TIMEOUT = 10.0
 # An engine whose /health answers 200 meanwhile is alive: the client failed on its own, said at once.
 _ENGINE_EXIT_GRACE = 5.0
 
-# What sglang.bench_serving (0.4.10.post2) prints, in order: the warmup starts and ends on stdout,
-# then the main run draws a tqdm bar on stderr (redrawn with carriage returns), then the results.
+# What sglang.bench_serving prints, in order: the warmup starts and ends on stdout, then the main
+# run draws a tqdm bar on stderr (redrawn with carriage returns), then the results. The same lines in
+# 0.4.10.post2 (the rehearsal's client: sglang/bench_serving.py:1346, :1385, :1403, :1467) and in
+# 0.5.15.post1 (the image's: sglang/benchmark/serving.py:1326, :1391, :1451, :1547, behind the
+# deprecated sglang/bench_serving.py shim); real logs of both in tests/unit/data/bench_client/.
 BENCH_STAGES = ('starting', 'warmup', 'main', 'results')
 _WARMUP_START = re.compile(r'Starting warmup with (\d+) sequences')
 _WARMUP_DONE = re.compile(r'Warmup completed with \d+ sequences')

@@ -137,10 +137,16 @@ def test_a_router_process_that_is_gone_ends_the_wait_at_that_look():
 
 def test_a_running_router_process_is_waited_out_and_a_healthy_router_is_not_looked_for():
     looks = []
-    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=0.2, poll=0.05,
-                                        alive=lambda: looks.append(1) or True)
+    now = [0.0]
+
+    def sleep(seconds):  # an injected clock: each poll advances it, whatever the machine's load
+        now[0] += seconds
+
+    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=1.0, poll=0.25, clock=lambda: now[0],
+                                        sleep=sleep, alive=lambda: looks.append(1) or True)
     assert result['exited'] is False and result['ok'] is False
-    assert len(looks) >= 2
+    # Looked at 0, 0.25, 0.5, 0.75 and 1.0 s of the injected clock: the running process was asked each time.
+    assert len(looks) == 5 and result['waited'] == 1.0
     with Router([]) as router:
         healthy = _router_check.check_router(router.url, 0, timeout=5, alive=lambda: looks.append('asked') or False)
     assert healthy['ok'] is True and healthy['exited'] is False

@@ -213,3 +213,35 @@ def installed_infera_hashes(node, container="sgl_mix"):
                      "print(os.path.dirname(infera.__file__))\")/..\" && find infera -name \"*.py\" "
                      "-exec sha256sum {} +'").stdout
     return {path: digest for digest, path in (line.split() for line in listed.splitlines())}
+
+
+# Load for a rolling change: short requests through the node's router, back to back, one real client run after
+# another until told to stop. Each run's exit code and its result line are kept.
+LOAD_PROMPTS = 24
+_LOAD = ("cd /tmp && rm -f fleet-load.jsonl fleet-load.rc fleet-load.log fleet-load.stop fleet-load.done; "
+         "while [ ! -f fleet-load.stop ]; do "
+         "python3 -m sglang.bench_serving --backend sglang-oai --base-url http://127.0.0.1:8000 "
+         "--model {model} --tokenizer {model} --dataset-name random --dataset-path {dataset} "
+         "--random-input-len 64 --random-output-len 64 --random-range-ratio 1.0 "
+         f"--max-concurrency 4 --num-prompts {LOAD_PROMPTS} --request-rate inf --output-file fleet-load.jsonl "
+         ">>fleet-load.log 2>&1; echo $? >>fleet-load.rc; done; touch fleet-load.done")
+
+
+def start_load(node, settings):
+    """Start the load in the node's worker container; return once one full client run has passed."""
+    node.in_container("sgl_mix", _LOAD.format(model=settings["MODEL"], dataset=settings["DATASET"]), detach=True)
+    node.wait_for_line("sgl_mix", "/tmp/fleet-load.rc", "0", timeout=120)
+
+
+def stop_load(node):
+    """Stop the load; (each client run's exit code, each run's result record, the log's tail and error lines)."""
+    node.in_container("sgl_mix", "touch /tmp/fleet-load.stop")
+    node.in_container("sgl_mix", "for i in $(seq 1 300); do [ -f /tmp/fleet-load.done ] && exit 0; sleep 1; done; "
+                      "exit 1", timeout=330)
+    runs = [json.loads(line) for line in node.in_container("sgl_mix", "cat /tmp/fleet-load.jsonl").stdout.splitlines()]
+    codes = node.in_container("sgl_mix", "cat /tmp/fleet-load.rc").stdout.split()
+    log_tail = node.in_container("sgl_mix", "tail -n 40 /tmp/fleet-load.log").stdout
+    # What a failed client run said (its traceback or error lines), not just the last run's summary.
+    log_tail += node.in_container("sgl_mix", "grep -n -i -B2 -A8 'traceback\\|error\\|failed' /tmp/fleet-load.log "
+                                  "| tail -n 60 || true").stdout
+    return codes, runs, log_tail

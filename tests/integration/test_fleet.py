@@ -14,22 +14,11 @@ import time
 import pytest
 
 import faults
-from rehearsal import Node, node_up, router_workers, run_playbook
+from rehearsal import LOAD_PROMPTS, Node, node_up, router_workers, run_playbook, start_load, stop_load
 
 # The fleet's nodes 1-3 are the platform's infera-node-2..4: infera-node-1 runs the single-node tests
 # at the same time (tests/conftest.py), on the default etcd prefix this fleet does not use.
 NODES = ["infera-node-2", "infera-node-3", "infera-node-4"]
-# Load: short requests, back to back, one client run after another until the rollout ends.
-PROMPTS = 24
-LOAD = ("cd /tmp && rm -f fleet-load.jsonl fleet-load.stop fleet-load.done; "
-        "while [ ! -f fleet-load.stop ]; do "
-        "python3 -m sglang.bench_serving --backend sglang-oai --base-url http://127.0.0.1:8000 "
-        "--model {model} --tokenizer {model} --dataset-name random --dataset-path {dataset} "
-        "--random-input-len 64 --random-output-len 64 --random-range-ratio 1.0 "
-        f"--max-concurrency 4 --num-prompts {PROMPTS} --request-rate inf --output-file fleet-load.jsonl "
-        ">>fleet-load.log 2>&1; echo $? >>fleet-load.rc; done; touch fleet-load.done")
-
-
 @pytest.fixture(scope="module")
 def fleet():
     settings = node_up(*NODES)  # the fleet's nodes alone (conftest.node_fixture says why)
@@ -80,25 +69,16 @@ def test_rolling_switch_under_load_fails_no_request(fleet):
     launches_before = [int(engine_launches(node)) for node in nodes]
 
     loader = nodes[0]
-    loader.in_container("sgl_mix", LOAD.format(model=settings["MODEL"], dataset=settings["DATASET"]), detach=True)
-    loader.wait_for_line("sgl_mix", "/tmp/fleet-load.rc", "0", timeout=120)  # one full run before the switch
+    start_load(loader, settings)
 
     switched = deploy(prefix, 256)
 
-    loader.in_container("sgl_mix", "touch /tmp/fleet-load.stop")
-    loader.in_container("sgl_mix", "for i in $(seq 1 300); do [ -f /tmp/fleet-load.done ] && exit 0; sleep 1; done; exit 1",
-                        timeout=330)
-    runs = [json.loads(line) for line in loader.in_container("sgl_mix", "cat /tmp/fleet-load.jsonl").stdout.splitlines()]
-    codes = loader.in_container("sgl_mix", "cat /tmp/fleet-load.rc").stdout.split()
-    log_tail = loader.in_container("sgl_mix", "tail -n 40 /tmp/fleet-load.log").stdout
-    # What a failed client run said (its traceback or error lines), not just the last run's summary.
-    log_tail += loader.in_container("sgl_mix", "grep -n -i -B2 -A8 'traceback\\|error\\|failed' /tmp/fleet-load.log "
-                                    "| tail -n 60 || true").stdout
+    codes, runs, log_tail = stop_load(loader)
 
     # Zero failed requests: every client run completed every prompt and exited 0.
     assert codes and set(codes) == {"0"}, (codes, log_tail)
     assert len(runs) == len(codes) >= 2, (len(runs), codes, log_tail)
-    assert [run["completed"] for run in runs] == [PROMPTS] * len(runs), (runs, log_tail)
+    assert [run["completed"] for run in runs] == [LOAD_PROMPTS] * len(runs), (runs, log_tail)
 
     # Every node on dp, each restarted exactly once, one node at a time.
     assert re.search(r"variant per node: (infera-node-\d dp(, )?){3}", switched), switched[-3000:]

@@ -5,10 +5,12 @@ The rest of the suite runs on the rehearsal's default stack, the walkthrough ima
 v0.2.10 installed and a simulated engine that writes SGLang 0.5.17's lines. On it a deploy runs Infera's own v0.2.10
 files with no ready-limit warning (its wrapper reads INFERA_ENGINE_READY_TIMEOUT), a sweep point's manifest names both
 versions, a stop leaves the drain to Infera's own (no SIGSTOP, no lease revoke by the collection), and a GPU fault in
-the cold start is named. On node 7 (tests/conftest.py: group own-nodes), with an etcd prefix of its own.
+the cold start is named, and a rolling switch of two nodes under load fails no request. On node 7 (tests/conftest.py:
+group own-nodes) and node 8, which the rolling switch brings up and removes, with an etcd prefix of their own.
 """
 
 import json
+import re
 import subprocess
 import time
 
@@ -16,7 +18,8 @@ import pytest
 
 from conftest import node_fixture, node_name
 from faults import ENGINE_FAULTS, SCALE
-from rehearsal import REPO, installed_infera_hashes, playbook_env, run_playbook, send_in_flight, vendored_infera_hashes
+from rehearsal import (LOAD_PROMPTS, REPO, Node, installed_infera_hashes, node_up, playbook_env, run_playbook,
+                       send_in_flight, start_load, stop_load, vendored_infera_hashes)
 
 NODE = node_name(7)
 STACK = "v0.2.10"
@@ -110,3 +113,40 @@ def test_a_gpu_fault_in_the_cold_start_is_named_on_the_second_stack(node, on_sta
         assert words in text, f"{words!r} missing from the failure:\n{out[-3000:]}"
     # The wrapper's view of the engine's end on 0.5.17: the scheduler died of the HIP abort, the launcher exited 1.
     assert "Rank 0 scheduler died during initialization (exit code: -6)" in text, out[-3000:]
+
+
+@pytest.fixture
+def pair(node, image):
+    """Nodes 7 and 8 on the stack's image, node 8 brought up for the test and removed after it."""
+    settings = node_up(node_name(8))
+    nodes = [node, Node(node_name(8))]
+    for each in nodes:
+        each.remove_worker_container()
+    yield settings, nodes
+    run_playbook("teardown.yml", limit=",".join(each.name for each in nodes))
+    subprocess.run([str(REPO / "tests" / "rehearsal" / "platform"), "node-down", node_name(8)], check=False)
+    node.remove_worker_container()
+
+
+def test_a_rolling_switch_under_load_fails_no_request_on_the_second_stack(pair, image):
+    """nodp -> dp across two nodes, one at a time, while real client runs go through node 7's router: Infera
+    v0.2.10 drains each worker itself on SIGTERM, so no request fails (the default stack's is test_fleet's)."""
+    settings, nodes = pair
+    hosts = ",".join(each.name for each in nodes)
+    rc, out = run_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": 64, "infera_image": image}), limit=hosts,
+                           timeout=1200)
+    assert rc == 0, out[-4000:]
+    assert " ".join(out.split()).count("router sees 2 worker(s)") == 2, out[-3000:]
+    start_load(nodes[0], settings)
+    rc, out = run_playbook("deploy_mixed.yml", "-e", json.dumps({"conc": 256, "infera_image": image}), limit=hosts,
+                           timeout=1200)
+    codes, runs, log_tail = stop_load(nodes[0])
+    assert rc == 0, out[-4000:]
+    switched = " ".join(out.split())
+    assert codes and set(codes) == {"0"}, (codes, log_tail)
+    assert len(runs) == len(codes) >= 2, (len(runs), codes, log_tail)
+    assert [run["completed"] for run in runs] == [LOAD_PROMPTS] * len(runs), (runs, log_tail)
+    assert re.search(rf"variant per node: {NODE} dp, {node_name(8)} dp", switched), switched[-3000:]
+    assert switched.count("engine restarted: True") == 2, switched[-3000:]
+    # Infera drained: the collection's own drain was not used.
+    assert "Hold the worker wrapper still (SIGSTOP)" not in out

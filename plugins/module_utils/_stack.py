@@ -14,7 +14,8 @@ What differs, read in Infera's code (the vendored v0.1.1, v0.2.10 and 5890f7f):
   ``INFERA_ENGINE_READY_TIMEOUT``, which the collection sets to its own deadline.
 - The drain on SIGTERM: ``infera/engine/drain.py`` (from v0.2.10) polls the engine's /metrics until no request is in
   flight before it stops the engine; v0.1.1 has none and SIGTERMs the engine's process group at once, cutting the
-  requests in flight. Versions with the drain also append ``--enable-metrics`` to the engine's argv; v0.1.1 does not.
+  requests in flight. Versions with the drain also append ``--enable-metrics`` to the engine's argv; v0.1.1 does not,
+  so where the collection drains it appends the flag itself (``engine_flags``) to read the engine's load.
 
 The installed version is read from the distribution's metadata (``amd-infera``, ``sglang``); a release built without
 its git history says 0.0.0, so the behaviour is read from the code itself, never from the number.
@@ -101,6 +102,9 @@ def describe(facts, deadline=None):
         'engine_metrics': bool(facts.get('appends_enable_metrics')),
         'warning': None,
     }
+    # Where the collection drains (the image's Infera has none), it reads the engine's /metrics, which SGLang serves
+    # only with --enable-metrics: the flag Infera itself appends from v0.2.10 on. The launch script adds it then.
+    stack['engine_flags'] = ['--enable-metrics'] if stack['drain'] == 'none' and not stack['engine_metrics'] else []
     stack['summary'] = summary(stack)
     if limit is not None and deadline is not None and float(deadline) > limit:
         stack['warning'] = (

@@ -81,6 +81,13 @@ stack:
     engine_metrics:
       description: Whether the wrapper adds C(--enable-metrics) to the engine's argv.
       type: bool
+    engine_flags:
+      description:
+        - Flags the collection adds to the engine's argv for this stack. V([--enable-metrics]) where it drains the
+          worker itself (O(drain=none)) and the wrapper does not enable the engine's C(/metrics), which that drain reads.
+      type: list
+      elements: str
+      sample: [--enable-metrics]
     warning:
       description: One line to print before a launch whose deadline the wrapper would cut short, or null.
       type: str

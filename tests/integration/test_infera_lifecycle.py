@@ -49,6 +49,12 @@ def test_deploy_is_ready_only_once_the_router_lists_the_worker(clean_node):
     assert text.index(warning) < text.index("Write the launch script if it changed and start the engine detached")
     assert ("stack: Infera 0.1.1 on SGLang 0.5.15.post1 (simulated engine) (a fixed 1800 s ready limit, no drain on "
             "SIGTERM)") in text, out[-3000:]
+    # The collection drains a v0.1.1 worker by the engine's /metrics, which v0.1.1 does not enable: the launch adds
+    # --enable-metrics, last, and the engine serves the gauges.
+    wrapper = clean_node.sh("pgrep -af '^python -m infera[.]engine[.]sglang '").stdout.split()
+    assert wrapper[-1] == "--enable-metrics" and wrapper.count("--enable-metrics") == 1, wrapper
+    metrics = clean_node.sh("curl -sf http://127.0.0.1:30000/metrics").stdout
+    assert "sglang:num_running_reqs" in metrics and "sglang:num_queue_reqs" in metrics
     worker_id = f"{clean_node.address}:30000"
     # The readiness wait returned only after registration: no polling needed here.
     assert router_workers(clean_node, CONTAINER, "127.0.0.1") == [worker_id]
@@ -91,16 +97,20 @@ def test_teardown_revokes_the_registration_then_lets_the_request_in_flight_finis
     revoked = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Revoke the worker's lease")
     checked = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Check the router no longer lists the "
                         "worker before the engine drains")
+    waited = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Wait until the engine has no request "
+                       "running or queued (its /metrics)")
     signalled = out.index("TASK [infera.serving.sglang_worker : SGLang worker | Send SIGTERM to the engine's launcher")
-    assert revoked < checked < signalled, out[-3000:]
+    assert revoked < checked < waited < signalled, out[-3000:]
     assert f"RETRYING: [{NODE}]: SGLang worker | Check the router no longer lists" not in out, out[checked:signalled]
+    # The engine's /metrics counted the request (the launch script added --enable-metrics for v0.1.1), and the wait
+    # looked again until it was done: the SIGTERM came after it.
+    assert f"RETRYING: [{NODE}]: SGLang worker | Wait until the engine has no request running" in out[waited:signalled]
     assert "the engine still had requests in flight" not in out, out[-3000:]
     log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
-    # SGLang's own drain (tokenizer_manager.py sigterm_watchdog) saw the request, then none; its schedulers were
-    # not killed by a SIGTERM to the group (the watchdog's crash line).
-    assert "Gracefully exiting... Remaining number of requests 1." in log, \
-        f"the drain never saw the request in flight; teardown took {took:.0f} s:\n" + "\n".join(log.splitlines()[-15:])
-    assert log.index("Remaining number of requests 1.") < log.index("Remaining number of requests 0.")
+    # SGLang's exit on the launcher's SIGTERM found no request left; its schedulers were not killed by a SIGTERM to
+    # the group (the watchdog's crash line).
+    assert "Gracefully exiting... Remaining number of requests 0." in log, "\n".join(log.splitlines()[-15:])
+    assert "Remaining number of requests 1." not in log, "the SIGTERM came while the request was in flight"
     assert "crashed with exit code" not in log, "the engine was stopped by a SIGTERM to its process group"
     assert took < DRAIN_TIMEOUT + 60, f"teardown took {took:.0f} s"
 

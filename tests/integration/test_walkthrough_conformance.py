@@ -32,6 +32,8 @@ ALLOWED = {
         "--output-file": "same file name, in the run's results directory",
     },
     "env_prefixes": ("INFERA_ENGINE_READY_TIMEOUT", "INFERA_DRAIN_TIMEOUT", "INFERA_SIM_"),
+    # The image's Infera (v0.1.1) has no drain: the collection's reads the engine's /metrics (_stack.py engine_flags).
+    "worker_flags": {"--enable-metrics": "the collection's drain reads the engine's /metrics"},
 }
 LEVER_PREFIXES = ("SGLANG_", "AITER_", "HIP_")
 
@@ -177,7 +179,8 @@ def worker_differences(node, text, values, variant):
     differences = []
     if argv[:3] != words[start:start + 3]:
         differences.append(f"worker {variant}: runs {argv[:3]}, not {words[start:start + 3]}")
-    differences += compare_pairs(f"worker {variant} argv", flag_pairs(words[start + 3:]), flag_pairs(argv[3:]))
+    differences += compare_pairs(f"worker {variant} argv", flag_pairs(words[start + 3:]), flag_pairs(argv[3:]),
+                                 allowed=ALLOWED["worker_flags"])
     for name, value in expected_env.items():
         if environ.get(name) != value:
             differences.append(f"worker {variant} env: {name}={environ.get(name)!r}, walkthrough {value!r}")

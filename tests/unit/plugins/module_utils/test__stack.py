@@ -38,6 +38,8 @@ def probed(tmp_path_factory):
 def test_v0_1_1_has_a_fixed_ready_limit_and_no_drain(probed):
     stack = describe(probed['v0.1.1'], deadline=2700)
     assert stack['ready_limit'] == 1800 and stack['drain'] == 'none' and stack['engine_metrics'] is False
+    # The collection drains it, reading the engine's /metrics: the launch adds the flag v0.1.1 does not.
+    assert stack['engine_flags'] == ['--enable-metrics']
     assert stack['warning'].startswith("this image's Infera wrapper (amd-infera unknown) gives up on the engine after "
                                        "a fixed 1800 s")
     assert 'less than sglang_worker_ready_deadline 2700 s' in stack['warning']
@@ -53,6 +55,7 @@ def test_a_deadline_within_the_fixed_limit_needs_no_warning(probed):
 def test_later_releases_read_the_deadline_and_drain(probed, release):
     stack = describe(probed[release], deadline=7200)
     assert stack['ready_limit'] is None and stack['drain'] == 'infera' and stack['engine_metrics'] is True
+    assert stack['engine_flags'] == []
     assert stack['warning'] is None
 
 

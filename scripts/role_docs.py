@@ -4,6 +4,7 @@ The argument specs are the source of truth (ansible-doc -t role reads them too);
 keeps the markdown reference from drifting. Usage: python scripts/role_docs.py [--check]
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -13,10 +14,49 @@ REPO = Path(__file__).resolve().parents[1]
 OUTPUT = REPO / "docs" / "role-variables.md"
 
 
-def _cell(value):
+# Ansible's documentation markup in the specs' descriptions (ansible-doc renders it), written out
+# as Markdown. O(), V(), E(), P() and RV() take backslash escapes (\) for ")", \\ for "\");
+# the others end at the first ")". https://docs.ansible.com/ansible/latest/dev_guide/ansible_markup.html
+_MARKUP = re.compile(r"\b(?:(?P<escaped>O|V|E|P|RV)\((?P<escaped_arg>(?:\\.|[^\\)])*)\)"
+                     r"|(?P<plain>C|I|B|U|M|L)\((?P<plain_arg>[^)]*)\)"
+                     r"|(?P<rule>HORIZONTALLINE)\b)")
+
+
+def _code(text):
+    """A Markdown code span that holds text, backticks included."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _markdown_of(match):
+    if match.group("rule"):
+        return ""
+    if match.group("escaped"):
+        return _code(re.sub(r"\\(.)", r"\1", match.group("escaped_arg")))
+    kind, arg = match.group("plain"), match.group("plain_arg")
+    if kind == "I":
+        return f"*{arg}*"
+    if kind == "B":
+        return f"**{arg}**"
+    if kind == "U":
+        return f"<{arg}>"
+    if kind == "L":
+        text, _, url = arg.rpartition(",")
+        return f"[{text.strip()}]({url.strip()})" if text else f"<{url.strip()}>"
+    return _code(arg)  # C(), M()
+
+
+def markdown(text):
+    """Ansible's markup in text (C(), V(), O(), I(), B(), U(), L(), M(), ...) as Markdown."""
+    return _MARKUP.sub(_markdown_of, text)
+
+
+def _cell(value, markup=False):
     if isinstance(value, list):
         value = " ".join(map(str, value))
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    value = markdown(str(value)) if markup else str(value)
+    return value.replace("|", "\\|").replace("\n", " ")
 
 
 def _default(option):
@@ -35,7 +75,7 @@ def render():
     for spec_file in sorted(REPO.glob("roles/*/meta/argument_specs.yml")):
         role = spec_file.parent.parent.name
         main = yaml.safe_load(spec_file.read_text())["argument_specs"]["main"]
-        lines += [f"## infera.serving.{role}", "", main["short_description"], "",
+        lines += [f"## infera.serving.{role}", "", markdown(main["short_description"]), "",
                   "| variable | type | default | description |", "|---|---|---|---|"]
         for name, option in main["options"].items():
             kind = option.get("type", "str")
@@ -43,7 +83,7 @@ def render():
                 kind += f" of {option['elements']}"
             if option.get("choices"):
                 kind += " (" + ", ".join(map(str, option["choices"])) + ")"
-            lines.append(f"| `{name}` | {_cell(kind)} | {_cell(_default(option))} | {_cell(option['description'])} |")
+            lines.append(f"| `{name}` | {_cell(kind)} | {_cell(_default(option))} | {_cell(option['description'], markup=True)} |")
         lines.append("")
     return "\n".join(lines)
 

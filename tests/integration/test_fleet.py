@@ -19,6 +19,8 @@ from rehearsal import LOAD_PROMPTS, Node, node_up, router_workers, run_playbook,
 # The fleet's nodes 1-3 are the platform's infera-node-2..4: infera-node-1 runs the single-node tests
 # at the same time (tests/conftest.py), on the default etcd prefix this fleet does not use.
 NODES = ["infera-node-2", "infera-node-3", "infera-node-4"]
+
+
 @pytest.fixture(scope="module")
 def fleet():
     settings = node_up(*NODES)  # the fleet's nodes alone (conftest.node_fixture says why)

@@ -62,6 +62,9 @@ DEFAULT_DOCKER_ROOT = '/var/lib/docker'
 SMI_TIMEOUT = 60
 _GIB = 1024 ** 3
 _MIB = 1024 ** 2
+# The etcd check's clock and sleep; the unit tests inject their own.
+CLOCK = time.monotonic
+SLEEP = time.sleep
 # How often an unhealthy etcd is asked again within etcd_wait.
 ETCD_POLL = 0.5
 # How many holders of one port or GPU a message names.
@@ -805,7 +808,7 @@ class Preflight:
         # A healthy answer ends the check at once. An unhealthy one is asked again for etcd_wait seconds: a
         # member whose disk is slow to sync answers 503 for a moment (its health read times out after 1 s),
         # and a fleet rollout should not stop on that moment. An etcd that does not answer at all fails now.
-        deadline = time.monotonic() + self.params['etcd_wait']
+        deadline = CLOCK() + self.params['etcd_wait']
         asked = 0
         while True:
             asked += 1
@@ -828,9 +831,9 @@ class Preflight:
             except ValueError:
                 answer = None
             healthy = status == 200 and isinstance(answer, dict) and answer.get('health') == 'true'
-            if healthy or time.monotonic() + ETCD_POLL > deadline:
+            if healthy or CLOCK() + ETCD_POLL > deadline:
                 break
-            time.sleep(ETCD_POLL)
+            SLEEP(ETCD_POLL)
         self.details['etcd'] = {'endpoint': endpoint, 'status': status, 'answer': answer, 'asked': asked}
         if not healthy:
             text = body[:200].decode('utf-8', 'replace').strip() if isinstance(body, bytes) else str(body)

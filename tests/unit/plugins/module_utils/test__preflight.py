@@ -718,7 +718,10 @@ def test_a_healthy_etcd_is_asked_without_the_environment_proxy(node, docker, mon
     assert result['details']['etcd']['answer'] == {'health': 'true', 'reason': ''}
 
 
-def test_an_unhealthy_etcd_is_asked_again_for_etcd_wait_then_shows_its_answer(node, docker):
+def test_an_unhealthy_etcd_is_asked_again_for_etcd_wait_then_shows_its_answer(node, docker, monkeypatch):
+    now = [0.0]  # an injected clock: each wait advances it, whatever the machine's load
+    monkeypatch.setattr(_preflight, 'CLOCK', lambda: now[0])
+    monkeypatch.setattr(_preflight, 'SLEEP', lambda seconds: now.__setitem__(0, now[0] + seconds))
     with HttpServer(status=503, body={'health': 'false', 'reason': 'RAFT NO LEADER'}) as etcd:
         result = run_preflight(node.params(docker, etcd_endpoint='http://%s' % etcd.address, etcd_wait=1.2))
     message, = failures(result, 'etcd')

@@ -24,12 +24,12 @@ from rehearsal import (REPO, installed_infera_hashes, router_workers, run_playbo
 NODE = node_name(6)
 CONTAINER = "sgl_mix"
 LOGS = "/var/lib/infera/sgl_mix/logs"
-# The request in flight must outlast the teardown's way to its SIGTERM (ansible's start, the node's address, the
-# worker role's checks): more than 16 s on CI's loaded 2 cores, where a 17 s request (1500 tokens) had finished
-# before the drain's first look, which then logs nothing. 3500 tokens at one request in flight take about 40 s
-# at the simulated nodp rate (88 tokens/s); the drain may take up to DRAIN_TIMEOUT of it.
-DRAIN_TOKENS = 3500
-DRAIN_TIMEOUT = 60
+# The request in flight must outlast the teardown's way to the drain's first look at the engine's /metrics (ansible's
+# start, the node's address, the worker role's checks, the wrapper held, the lease revoked, the router checked): on
+# CI's loaded 2 cores a 3500-token request (40 s) had finished before that look. 6000 tokens at one request in flight
+# take about 68 s at the simulated nodp rate (88 tokens/s); the drain may take up to DRAIN_TIMEOUT of it.
+DRAIN_TOKENS = 6000
+DRAIN_TIMEOUT = 90
 
 node = node_fixture(6)
 

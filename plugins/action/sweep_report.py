@@ -9,6 +9,8 @@ module on a host; the work is in plugin_utils/_sweep_report.py.
 
 from __future__ import annotations
 
+import os
+
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
@@ -67,7 +69,9 @@ class ActionModule(ActionBase):
         del tmp  # unused since ansible-core 2.x, kept for the signature
 
         _validation, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        run_dir = self._loader.path_dwim(params['run_dir'])
+        # From where the user stands (the controller's working directory, where the sweep writes results/), so the
+        # printed `-e run_dir=results/<run_id>` works as typed; the playbook's folder is an install path.
+        run_dir = os.path.abspath(params['run_dir'])
         targets_file = self._loader.path_dwim(params['targets_file']) if params['targets_file'] else None
         try:
             summary = rebuild(run_dir, targets_file, check_mode=self._task.check_mode)

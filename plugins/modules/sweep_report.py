@@ -67,7 +67,7 @@ options:
     description:
       - The results folder of one run, C(results/<run_id>), holding one C(<host>/) folder per node with its
         C(manifest.json) and C(mix_c<C>.jsonl) files. The outputs are written here.
-      - A path on the controller; a relative path is taken from the playbook's directory.
+      - A path on the controller; a relative path is taken from the directory C(ansible-playbook) runs in.
     type: path
     required: true
   targets_file:

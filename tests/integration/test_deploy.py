@@ -27,6 +27,7 @@ def container_exists(node):
     ("12.5", "12.5"),
     ("abc", "abc"),
     ("[]", "empty"),
+    ("32,256", 'conc "32,256" names 2 concurrencies (32, 256) and a deploy serves one'),
 ])
 def test_bad_concurrency_fails_in_one_line_before_anything(clean_node, conc, expected):
     rc, out = deploy("-e", f"conc={conc}" if conc != "[]" else '{"conc": []}')
@@ -91,6 +92,9 @@ def test_a_rerun_that_changes_nothing_writes_nothing_and_restarts_nothing(clean_
     assert rc == 0, checked[-3000:]
     assert re.search(r"^-\s+--cuda-graph-max-bs 128 \\$", checked, re.M), checked[-3000:]
     assert re.search(r"^\+\s+--cuda-graph-max-bs 160 \\$", checked, re.M), checked[-3000:]
+    # The flags the collection adds for the image's stack (v0.1.1: --enable-metrics, for its drain) are read in check
+    # mode too: the diff shows no change a real run would not make.
+    assert not re.search(r"^[-+].*--enable-metrics", checked, re.M), checked[-3000:]
     assert clean_node.sh(f"sha1sum {script}").stdout == before
 
     # The node without the image's tag (its layers kept under another name): the look sees none and the

@@ -23,7 +23,7 @@ SHIPPED_TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHA
                      "requirements.yml", "changelogs", "docs", "inventories", "meta", "playbooks", "plugins", "roles"}
 REQUIRED = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "requirements.txt", "requirements.yml",
             "meta/runtime.yml", "changelogs/changelog.yaml", "playbooks/deploy_mixed.yml",
-            "inventories/mi355x-example/hosts.yml", "inventories/mi355x-example/group_vars/mi355x.yml",
+            "inventories/mi355x-example/hosts.yml", "inventories/mi355x-example/group_vars/mi355x/vars.yml",
             "docs/quickstart-mi355x.md"}
 # Below the top level: raw measurement logs, the rehearsal platform's inventory, unreleased fragments.
 NOT_SHIPPED = ("docs/measurements/", "inventories/rehearsal/", "changelogs/fragments/")

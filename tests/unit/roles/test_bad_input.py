@@ -3,13 +3,13 @@ line naming the variable, before any node is changed: run on a local host (no no
 call reached). The messages' wording is the one users see; each case fails if its check goes."""
 
 import json
-import subprocess
 import sys
 
 import pytest
 import yaml
 
-from local_ansible import ANSIBLE_PLAYBOOK, REPO, ansible_env
+from local_ansible import REPO
+from playbooks.runs import node_inventory, run_playbook
 
 ACCEPTED_CONC = "expected a positive integer, a list of positive integers, or a comma/space-separated string such as '32,64,128'"
 # The first tasks that change or inspect the node's containers: none may run after bad input.
@@ -17,17 +17,9 @@ NODE_STAGES = ("Container |", "Preflight |", "Router |", "Sweep | Check the rout
 
 
 def run(tmp_path, playbook, *extra):
-    inventory = tmp_path / "hosts.ini"
-    inventory.write_text("\n".join([
-        "[mi355x]", "node-a", "[mi355x:vars]", "ansible_connection=local", f"ansible_python_interpreter={sys.executable}",
-        "infera_image=registry.example.com/sglang:dsv4", f"infera_hf_cache={tmp_path}/hf",
-        f"infera_model_path={tmp_path}/hf/model", "infera_etcd_endpoint=http://127.0.0.1:2379",
-        "infera_advertise_host=127.0.0.1"]) + "\n")
+    inventory = node_inventory(tmp_path, sys.executable)
     # From tmp_path, as a shell started there, so the sweep's default results folder ($PWD/results) is the test's own.
-    env = ansible_env(PWD=str(tmp_path))
-    result = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(REPO / "playbooks" / playbook), *extra],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
-    return result.returncode, (result.stdout + result.stderr).splitlines()
+    return run_playbook(tmp_path, playbook, "-i", str(inventory), *extra)
 
 
 def refused(tmp_path, playbook, *extra):

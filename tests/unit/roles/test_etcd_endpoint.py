@@ -64,5 +64,7 @@ def test_neither_stops_deploy_with_one_line_before_anything_runs(tmp_path):
     assert lines[errors[0] + 1].startswith("Origin: "), result.stdout[-3000:]
     # Only the checks ran: no role, no node address, nothing after the failed assert.
     tasks = [line for line in result.stdout.splitlines() if line.startswith("TASK [")]
-    assert [task.split("]")[0] for task in tasks] == ["TASK [Deploy mixed | Require the concurrency",
+    assert [task.split("]")[0] for task in tasks] == ["TASK [Require hosts | Refuse a group that matches no host, or whose "
+                                                      "settings file the inventory ignores",
+                                                      "TASK [Deploy mixed | Require the concurrency",
                                                       "TASK [Settings | Require the fleet's etcd (infera_etcd_endpoint, or an infera_etcd host)"]

@@ -40,7 +40,8 @@ def playbook_dir(tmp_path):
 
 
 def run(playbook_dir, check_mode=False, **args):
-    args.setdefault('run_dir', 'results/r1')
+    # A relative run_dir is from the working directory (test_sweep_report_run_dir.py); a targets file from the playbook's.
+    args.setdefault('run_dir', str(playbook_dir / 'results' / 'r1'))
     return make_action(args, playbook_dir, check_mode).run(task_vars={})
 
 

@@ -103,8 +103,10 @@ def test_teardown_revokes_the_registration_then_lets_the_request_in_flight_finis
     assert revoked < checked < waited < signalled, out[-3000:]
     assert f"RETRYING: [{NODE}]: SGLang worker | Check the router no longer lists" not in out, out[checked:signalled]
     # The engine's /metrics counted the request (the launch script added --enable-metrics for v0.1.1), and the wait
-    # looked again until it was done: the SIGTERM came after it.
-    assert f"RETRYING: [{NODE}]: SGLang worker | Wait until the engine has no request running" in out[waited:signalled]
+    # looked again until it was done: the SIGTERM came after it. (The callback prints a task's retries before its
+    # header: they sit between the router check's header and the SIGTERM's.)
+    assert f"RETRYING: [{NODE}]: SGLang worker | Wait until the engine has no request running" in out[checked:signalled], \
+        out[checked:signalled]
     assert "the engine still had requests in flight" not in out, out[-3000:]
     log = clean_node.sh(f"cat {LOGS}/engine.log").stdout
     # SGLang's exit on the launcher's SIGTERM found no request left; its schedulers were not killed by a SIGTERM to

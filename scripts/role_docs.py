@@ -42,7 +42,7 @@ def _markdown_of(match):
     if kind == "U":
         return f"<{arg}>"
     if kind == "L":
-        text, _, url = arg.rpartition(",")
+        text, _comma, url = arg.rpartition(",")
         return f"[{text.strip()}]({url.strip()})" if text else f"<{url.strip()}>"
     return _code(arg)  # C(), M()
 

@@ -84,7 +84,7 @@ stack:
     engine_flags:
       description:
         - Flags the collection adds to the engine's argv for this stack. V([--enable-metrics]) where it drains the
-          worker itself (O(drain=none)) and the wrapper does not enable the engine's C(/metrics), which that drain reads.
+          worker itself (RV(stack.drain=none)) and the wrapper does not enable the engine's C(/metrics), which that drain reads.
       type: list
       elements: str
       sample: [--enable-metrics]

@@ -135,8 +135,8 @@ def test_performance_has_one_simulated_results_table_with_its_command():
     found = results_tables(text)
     assert len(found) == 1, ("docs/performance.md must hold one table of today's benchmark figures (the older ones are "
                              "in git history); tables with a 'P1 deploy (s)' row start at lines "
-                             + ", ".join(str(line) for line, _, _ in found))
-    _, _, before = found[0]
+                             + ", ".join(str(table[0]) for table in found))
+    before = found[0][2]
     assert "simulated" in before.lower(), "the figures' table must say its figures are the SIMULATED engine's"
     assert BENCHMARK_COMMAND in before, f"the figures' table must give the command that reproduces it ({BENCHMARK_COMMAND})"
     figures = [line for line in text.splitlines() if FIGURES_LINE.match(line)]

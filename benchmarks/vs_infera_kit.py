@@ -35,7 +35,7 @@ KIT_CASE = KIT_ON_NODE + "/engine/mix/sglang"
 KIT_CTR = "dsv4_sgl_mix"          # the kit's default container name (CTR)
 KIT_LOG = "/tmp/sgl_mix.log"      # engine.sh's log, in the kit's container
 KIT_OUT = "/tmp/mix_sgl_out"      # bench.sh's jsonl folder, in the kit's container
-VENDOR = REPO.parent / "shared" / "vendor" / "amd-infera-5890f7f.tar.gz"
+KIT_STACK = "infera-main"         # the rehearsal stack whose vendored Infera holds the kit: Infera's main branch
 BUILD = REPO / ".build" / "benchmarks" / "vs_infera_kit"
 # The same work for both: deploy at conc 64 (nodp), a sweep of 6 points over both variants with one engine
 # restart (nodp 4 8 16, dp 130 140 150: 129-255 is dp for the collection, the kit's engine.sh is told CONC=256),
@@ -57,14 +57,25 @@ def say(text=""):
     print(text, flush=True)
 
 
+def stack_tarball(stack):
+    """The vendored Infera tarball of a rehearsal stack, as tests/rehearsal/platform's STACKS table names it."""
+    text = (REPO / "tests" / "rehearsal" / "platform").read_text(encoding="utf-8")
+    table = re.search(r'^STACKS="\n(.*?)^"', text, re.MULTILINE | re.DOTALL).group(1)
+    for row in table.splitlines():
+        if row.split()[:1] == [stack]:
+            return REPO.parent / "shared" / "vendor" / row.split()[1]
+    raise SystemExit(f"vs_infera_kit: no stack {stack} in tests/rehearsal/platform's STACKS table")
+
+
 # ---------------------------------------------------------------- the kit, adapted only where the platform forces it
 
 def prepare_kit(node, settings):
     """Unpack the kit from the pinned tarball, adapt it, copy it to the node; returns the adaptations (printed)."""
     shutil.rmtree(BUILD / "kit", ignore_errors=True)
     (BUILD / "kit").mkdir(parents=True)
-    prefix = "amd-infera-5890f7f/examples/deepseek_v4/"
-    with tarfile.open(VENDOR) as archive:
+    vendor = stack_tarball(KIT_STACK)
+    prefix = vendor.name[:-len(".tar.gz")] + "/examples/deepseek_v4/"
+    with tarfile.open(vendor) as archive:
         members = [m for m in archive.getmembers() if m.name.startswith(prefix)]
         for member in members:
             member.name = member.name[len(prefix):]
@@ -402,8 +413,8 @@ def summary(kit_rounds, collection_rounds):
 def main():
     settings = platform_up(1)
     node = Node(NODE)
-    say("vs_infera_kit: Infera's kit (examples/deepseek_v4/engine/mix/sglang, Infera 5890f7f) and the collection on %s"
-        % NODE)
+    say("vs_infera_kit: Infera's kit (examples/deepseek_v4/engine/mix/sglang, Infera's main branch: stack %s) and the "
+        "collection on %s" % (KIT_STACK, NODE))
     say("SIMULATED engine (INFERA_SIM_TIME_SCALE %s) under the real Infera router and worker wrapper, real etcd and "
         "Docker; %d round(s), kit then collection in each" % (SCALE, ROUNDS))
     adaptations = prepare_kit(node, settings)

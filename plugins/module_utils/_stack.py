@@ -7,7 +7,7 @@
 ``PROBE`` runs in the worker container with its own python3 (one ``docker exec``): it imports nothing of Infera or
 SGLang (the package's folder is found with importlib.util.find_spec, which runs only ``infera/__init__.py``, empty in
 every release) and prints JSON facts. ``describe(facts, deadline)`` turns them into the stack the collection adapts to.
-What differs, read in Infera's code (the vendored v0.1.1, v0.2.10 and 5890f7f):
+What differs, read in Infera's code (the vendored v0.1.1, v0.2.10 and main branch, the rehearsal's stack infera-main):
 
 - The wrapper's wait for the engine: v0.1.1 ``infera/engine/sglang/worker.py`` ``_wait_ready(self, timeout: float =
   1800)`` gives up after a fixed 1,800 s (``TimeoutError: SGLang not ready after 1800s``); from v0.2.0 the limit is

@@ -3,9 +3,17 @@
 The developers' guide: no commit hashes, no per-machine or per-evening tables in README.md or
 docs/; today's figures and the command that reproduces them. History is in git.
 
-- No commit of this repository is named in README.md or docs/**/*.md. A hash of another project
-  that names what is pinned (Infera 5890f7f, a tarball's sha256, an image tag) is a fact and
-  stays: only prefixes of this repository's own commits count.
+- No hex identifier in README.md or docs/**/*.md: no commit (of this repository or another
+  project), no image tag, no abbreviated digest. A hex identifier is a whole word of 7-40 hex
+  digits with at least one digit and one letter a-f (`1a2b3c4`, `9f8e7d6c5b4a`), or the commit
+  of a git-describe version (`0.0.0+g1a2b3c4`, `v0.2.10-3-g1a2b3c4`). Name what is pinned by
+  what it is ("Infera's main branch at the vendored commit, stack `infera-main`") and write a
+  placeholder where a tag would be (`etcd:<tag>`); the identifiers themselves live in code
+  (tests/rehearsal/platform's STACKS table). Words (`added`, `decade`, `deadbeef`), numbers
+  (`1234567`) and full sha256 digests (64 digits: a checksum to compare, not an identifier) do
+  not count; a prefix of this repository's own commits counts even when all digits.
+  docs/reference/ (the user's walkthrough, a verbatim copy) and docs/targets/ (data) are not
+  checked.
 - docs/role-variables.md shows Ansible's documentation markup as Markdown (its generator,
   scripts/role_docs.py, converts it; test_role_docs.py holds the file to the generator).
 - docs/performance.md holds one table of the kit-and-collection benchmark's figures, labelled
@@ -20,7 +28,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
+# A whole word of 7-40 hex digits, or the commit after a git-describe "+g"/"-g".
+HEX = re.compile(r"(?:\b|(?<=[+-]g))[0-9a-fA-F]{7,40}\b")
+NOT_CHECKED = ("docs/reference/", "docs/targets/")
 RAW_MARKUP = re.compile(r"\b[CVOIBULM]\(")
 # A results table of benchmarks/vs_infera_kit: a Markdown table with the P1 row of its figures
 # ("| P1 deploy (s) | goal | kit | collection | ..."). The table that defines the figures says
@@ -31,7 +41,10 @@ BENCHMARK_COMMAND = "benchmarks/vs_infera_kit"
 
 
 def doc_files(root=REPO):
-    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    """README.md and docs/**/*.md, but the verbatim copies and data of NOT_CHECKED."""
+    docs = [path for path in sorted((root / "docs").rglob("*.md"))
+            if not path.relative_to(root).as_posix().startswith(NOT_CHECKED)]
+    return [root / "README.md", *docs]
 
 
 def repository_commits():
@@ -49,13 +62,20 @@ def repository_commits():
     return listed.stdout.split()
 
 
-def commit_mentions(named_texts, commits):
-    """(name:line, token) for each token of 7-40 hex digits that is a prefix of one of the commits."""
+def hex_identifier(token):
+    """A token of HEX that identifies something: it mixes digits and letters a-f (not a word, not a number)."""
+    return any(char.isdigit() for char in token) and any(char in "abcdefABCDEF" for char in token)
+
+
+def hex_mentions(named_texts, commits=()):
+    """(name:line, token) for each hex identifier of the texts (hex_identifier), and each token of 7-40 hex digits
+    that is a prefix of one of the commits (this repository's: all digits or all letters too)."""
     prefixes = {commit[:length] for commit in commits for length in range(7, len(commit) + 1)}
     hits = []
     for name, text in named_texts:
         for number, line in enumerate(text.splitlines(), 1):
-            hits += [(f"{name}:{number}", token) for token in HEX.findall(line) if token in prefixes]
+            hits += [(f"{name}:{number}", token) for token in HEX.findall(line)
+                     if hex_identifier(token) or token in prefixes]
     return hits
 
 
@@ -85,19 +105,48 @@ def results_tables(text):
     return [table for table in tables(text) if any(RESULTS_ROW.match(row) for row in table[1])]
 
 
+def named_docs():
+    return [(path.relative_to(REPO).as_posix(), path.read_text(encoding="utf-8")) for path in doc_files()]
+
+
+def test_no_hex_identifier_in_readme_or_docs():
+    hits = hex_mentions(named_docs())
+    assert not hits, ("hex identifiers in the docs (commits, image tags: name what is pinned by what it is, e.g. "
+                      "\"Infera's main branch at the vendored commit (stack `infera-main`)\", write `<tag>` for a tag; "
+                      "history is in git):\n" + "\n".join(f"{where}: {token}" for where, token in hits))
+
+
 def test_no_commit_of_this_repository_in_readme_or_docs():
     commits = repository_commits()
-    named = [(str(path.relative_to(REPO)), path.read_text(encoding="utf-8")) for path in doc_files()]
-    hits = commit_mentions(named, commits)
+    hits = hex_mentions(named_docs(), commits)
     assert not hits, ("commit hashes of this repository in the docs (history is in git; give today's fact and the "
                       "command that reproduces it):\n" + "\n".join(f"{where}: {token}" for where, token in hits))
 
 
-def test_the_commit_check_finds_a_hash_and_leaves_other_projects_hex_alone():
-    commits = ["0123456789abcdef0123456789abcdef01234567"]
-    text = ("measured at 0123456 and 0123456789ab\nInfera 5890f7f, image etcd:4be6fd4ac18c, a sha256 "
-            "92e48822732ad354aead1a4f027e2fe6e48fa4033fe6b59e7fade3fa5d00c8ba, 1234567 requests")
-    assert commit_mentions([("x.md", text)], commits) == [("x.md:1", "0123456"), ("x.md:1", "0123456789ab")]
+def test_the_hex_check_finds_identifiers_and_leaves_words_numbers_and_digests_alone():
+    text = ("Infera 1a2b3c4, image etcd:9f8e7d6c5b4a, amd-infera-1a2b3c4.tar.gz\n"
+            "version 0.0.0+g1a2b3c4, v0.2.10-3-gabc1234, `ABCDEF0123`\n"
+            "a sha256 92e48822732ad354aead1a4f027e2fe6e48fa4033fe6b59e7fade3fa5d00c8ba, `sha256:<digest>`, "
+            "1234567 requests, deadbeef, added a decade, facade, 0xff, g1a2b3c4, abc123, "
+            + "a1" * 21)
+    assert hex_mentions([("x.md", text)]) == [
+        ("x.md:1", "1a2b3c4"), ("x.md:1", "9f8e7d6c5b4a"), ("x.md:1", "1a2b3c4"),
+        ("x.md:2", "1a2b3c4"), ("x.md:2", "abc1234"), ("x.md:2", "ABCDEF0123")]
+
+
+def test_the_commit_check_finds_this_repository_s_commits_even_all_digits():
+    commits = ["0123456789abcdef0123456789abcdef01234567", "7654321000000000000000000000000000000000"]
+    text = "measured at 0123456 and 0123456789ab\nthen 7654321, 1234567 requests, words: accede, decade"
+    assert hex_mentions([("x.md", text)], commits) == [
+        ("x.md:1", "0123456"), ("x.md:1", "0123456789ab"), ("x.md:2", "7654321")]
+
+
+def test_the_verbatim_copies_and_data_are_not_checked(tmp_path):
+    for relative in ("README.md", "docs/a.md", "docs/sub/b.md", "docs/reference/walkthrough.md", "docs/targets/t.md"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("x")
+    assert [path.relative_to(tmp_path).as_posix() for path in doc_files(tmp_path)] == [
+        "README.md", "docs/a.md", "docs/sub/b.md"]
 
 
 def test_role_variables_shows_no_raw_ansible_markup():

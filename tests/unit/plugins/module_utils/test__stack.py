@@ -4,6 +4,7 @@ would probe it (a python3 without amd-infera installed, the release on its path)
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tarfile
@@ -15,18 +16,28 @@ from ansible_collections.infera.serving.plugins.module_utils._errors import Wait
 from ansible_collections.infera.serving.plugins.module_utils._stack import (
     PROBE, StackError, describe, parse, ready_limit, summary)
 
-VENDOR = Path(__file__).resolve().parents[4].parent / 'shared' / 'vendor'
+REPO = Path(__file__).resolve().parents[4]
+VENDOR = REPO.parent / 'shared' / 'vendor'
 # The system python3, as in an image: the venv's has the rehearsal's own Infera installed.
 PYTHON = shutil.which('python3', path='/usr/bin:/bin')
+
+
+def stack_tarballs():
+    """{stack: its vendored tarball's name}, from the rehearsal platform's STACKS table (the one place that names the
+    source of each stack)."""
+    text = (REPO / 'tests' / 'rehearsal' / 'platform').read_text(encoding='utf-8')
+    table = re.search(r'^STACKS="\n(.*?)^"', text, re.MULTILINE | re.DOTALL).group(1)
+    return {row.split()[0]: row.split()[1] for row in table.splitlines() if row.strip()}
 
 
 @pytest.fixture(scope='module')
 def probed(tmp_path_factory):
     """{release: the probe's facts with that release's infera package on the path}."""
     facts = {}
-    for release in ('v0.1.1', 'v0.2.10', '5890f7f'):
+    tarballs = stack_tarballs()
+    for release in ('v0.1.1', 'v0.2.10', 'infera-main'):
         root = tmp_path_factory.mktemp(release)
-        with tarfile.open(VENDOR / ('amd-infera-%s.tar.gz' % release)) as archive:
+        with tarfile.open(VENDOR / tarballs[release]) as archive:
             archive.extractall(root, filter='data')
         package_parent = next(root.iterdir())
         done = subprocess.run([PYTHON, '-c', PROBE], env={'PYTHONPATH': str(package_parent), 'PATH': '/usr/bin:/bin'},
@@ -51,7 +62,7 @@ def test_a_deadline_within_the_fixed_limit_needs_no_warning(probed):
     assert describe(probed['v0.1.1'])['warning'] is None
 
 
-@pytest.mark.parametrize('release', ['v0.2.10', '5890f7f'])
+@pytest.mark.parametrize('release', ['v0.2.10', 'infera-main'])
 def test_later_releases_read_the_deadline_and_drain(probed, release):
     stack = describe(probed[release], deadline=7200)
     assert stack['ready_limit'] is None and stack['drain'] == 'infera' and stack['engine_metrics'] is True

@@ -13,6 +13,9 @@ while [ "$i" -lt "$gpus" ]; do
     i=$((i + 1))
 done
 chgrp render /dev/kfd /dev/dri/renderD* 2>/dev/null || true
+# sshd for the nodes reached like real ones (platform ssh-inventory); it daemonizes under the init.
+mkdir -p /run/sshd
+/usr/sbin/sshd
 set -- --host=unix:///var/run/docker.sock
 if [ -n "${INFERA_NODE_INSECURE_REGISTRY:-}" ]; then
     set -- "$@" --insecure-registry "$INFERA_NODE_INSECURE_REGISTRY"

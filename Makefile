@@ -38,13 +38,14 @@ test-lint: bootstrap
 # some lost races) and lint + sanity in a second, on the core the first leaves idle (half the
 # machine was idle in that part, measured 2026-12-03), then EARLY below. Then the rehearsal
 # platform's tests (walkthrough fidelity, deploy failure paths, fleet, faults, molecule
-# scenarios) in five pytest-xdist workers, over five groups that share nothing: node 1's tests,
+# scenarios, the docs' commands over SSH) in six pytest-xdist workers, over six groups that share nothing: node 1's tests,
 # the fleet's (nodes 2-4), the fault matrix's sweep cases (node 5), its deploy cases, the secrets
-# and Infera lifecycle tests (node 6), and molecule's own nodes with the etcd role's test (node 7)
+# and Infera lifecycle tests (node 6), molecule's own nodes with the etcd role's test (node 7), and the user's path
+# over SSH (node infera-ssh-1)
 # (tests/conftest.py groups them).
 # The platform comes up first, once, so no two workers build it. TEST_WORKERS=0 runs each part
 # in one process.
-TEST_WORKERS ?= 5
+TEST_WORKERS ?= 6
 # Node 1's walkthrough, tags and preflight tests run in the first part, after lint, beside the unit
 # tests: the walkthrough is the safety net, so it fails first, and they take node 1's group that
 # much shorter in the second part, where both cores are busy throughout.

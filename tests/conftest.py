@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Which tests may run at the same time (`make test` runs five pytest-xdist workers).
+"""Which tests may run at the same time (`make test` runs six pytest-xdist workers).
 
 A group runs in one worker, one test after another; groups run side by side. They share
 nothing a test changes:
@@ -13,11 +13,13 @@ nothing a test changes:
   (ready once listed, drain on teardown) on node 6 (an etcd prefix of its own);
 - ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create, the
   etcd role's test (its own etcd container on node 7) and the stack tests (node 7, its own etcd prefix);
+- ``ssh-node``: the user's path as printed (README and quickstart) over SSH on node infera-ssh-1, with an
+  etcd of its own;
 - ``lint``: ansible-lint and ansible-test sanity (the repository, read only);
 - ``no-node``: unit and simulator tests (free ports, temporary directories).
 
 ``make test`` runs ``no-node`` beside ``lint`` and node 1's early tests (the Makefile's EARLY) in two
-workers first, on the core the unit tests leave idle, then the five node groups in five workers.
+workers first, on the core the unit tests leave idle, then the six node groups in six workers.
 
 The groups are xdist's scheduling units (a scheduler of our own below: xdist's ``loadgroup``
 renames test ids through an attribute pytest 9 no longer reads). xdist starts the groups with
@@ -38,8 +40,9 @@ GROUPS = {
     'tests/integration/test_platform.py': 'own-nodes',
     'tests/integration/test_etcd.py': 'own-nodes',
     'tests/integration/test_stacks.py': 'own-nodes',
+    'tests/integration/test_user_path.py': 'ssh-node',
 }
-ORDER = ('fleet-nodes', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'lint', 'no-node')
+ORDER = ('fleet-nodes', 'ssh-node', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'lint', 'no-node')
 
 
 def group_of(nodeid):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""inventories/mi355x-example, copied and given a vaulted token exactly as README.md and docs/quickstart-mi355x.md print
-it: the group's settings and the token both reach the nodes (the folder layout group_vars/mi355x/ keeps vars.yml read
-beside vault.yml; a group_vars/mi355x.yml file would be ignored once the recipe made the folder)."""
+"""inventories/mi355x-example, copied (tests/integration/test_user_path.py runs the pages' own copy command, from the
+installed collection) and given a vaulted token exactly as docs/quickstart-mi355x.md prints it: the group's settings
+and the token both reach the nodes (the folder layout group_vars/mi355x/ keeps vars.yml read beside vault.yml; a
+group_vars/mi355x.yml file would be ignored once the recipe made the folder)."""
 
 from __future__ import annotations
 
@@ -29,12 +30,10 @@ def _shell(command, cwd, env):
 
 
 def test_the_quickstart_vault_recipe_keeps_the_group_settings(tmp_path):
-    (tmp_path / "inventories").mkdir()
-    shutil.copytree(REPO / "inventories" / "mi355x-example", tmp_path / "inventories" / "mi355x-example")
+    shutil.copytree(REPO / "inventories" / "mi355x-example", tmp_path / "inventories" / "prod")
     password = tmp_path / "vault-password"
     password.write_text("throwaway\n")
     env = ansible_env(PATH=f"{BIN}:/usr/bin:/bin", ANSIBLE_VAULT_PASSWORD_FILE=str(password))
-    _shell(_printed(REPO / "README.md", "cp -r inventories/mi355x-example inventories/prod"), tmp_path, env)
     _shell(_printed(REPO / "docs" / "quickstart-mi355x.md", "ansible-vault encrypt_string "), tmp_path, env)
     # The recipe's next line: uncomment infera_hf_token in vars.yml.
     settings = tmp_path / "inventories" / "prod" / "group_vars" / "mi355x" / "vars.yml"
@@ -42,7 +41,7 @@ def test_the_quickstart_vault_recipe_keeps_the_group_settings(tmp_path):
                                                      'infera_hf_token: "{{ vault_hf_token }}"'))
 
     host = json.loads(_shell("ansible-inventory -i inventories/prod --host mi355x-01", tmp_path, env))
-    assert host["infera_image"] == "registry.example.com/infera/sglang-rocm:dsv4-mi355x"
+    assert host["infera_image"] == "rocm/infera:sglang-v0.1.1"
     assert host["infera_etcd_endpoint"] == "http://10.0.0.5:2379"
     assert "__ansible_vault" in host["vault_hf_token"]
     # Decrypted with the vault password, through the group's own setting (debug needs no connection to the node).

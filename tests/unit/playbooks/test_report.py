@@ -18,7 +18,7 @@ RUN_DIR = re.compile(r"run_dir=results/(<run_id>|\$run_id|first)\b")
 
 def _command(text):
     """The report command in a line of text, its run folder written results/<run_id>."""
-    found = re.search(r"ansible-playbook [^\n#\")]*playbooks/report\.yml -e run_dir=results/[^\s)\"]+", text)
+    found = re.search(r"ansible-playbook [^\n#\")]*infera\.serving\.report -e run_dir=results/[^\s)\"]+", text)
     assert found, text
     return RUN_DIR.sub("run_dir=results/<run_id>", found[0].strip())
 
@@ -30,18 +30,18 @@ def printed_command():
 
 
 def test_every_printed_copy_is_the_playbook_s_own():
-    readme_block = (REPO / "README.md").read_text().split("## On a real MI355X node", 1)[1].split("```", 2)[1]
-    demo_line = next(line for line in (REPO / "scripts" / "demo").read_text().splitlines() if "report.yml" in line)
+    readme_block = (REPO / "README.md").read_text().split("## On real MI355X nodes", 1)[1].split("```bash", 3)[2]
+    demo_line = next(line for line in (REPO / "scripts" / "demo").read_text().splitlines() if "infera.serving.report" in line)
     header = (REPO / "playbooks" / "report.yml").read_text().splitlines()[1]
     command = printed_command()
-    assert command == "ansible-playbook -i localhost, playbooks/report.yml -e run_dir=results/<run_id>"
+    # By its FQCN: the same command from a checkout (ansible.cfg's collections) and from the installed collection.
+    assert command == "ansible-playbook -i localhost, infera.serving.report -e run_dir=results/<run_id>"
     assert [_command(readme_block), _command(demo_line), _command(header)] == [command] * 3
 
 
 def test_the_printed_command_works_from_the_folder_holding_results(tmp_path):
     standard_run(tmp_path / "results" / "r1")
     argv = shlex.split(printed_command().replace("<run_id>", "r1"))
-    argv[argv.index("playbooks/report.yml")] = str(REPO / "playbooks" / "report.yml")
     # The checkout's ansible.cfg, whose default inventory is the rehearsal's (Docker): `-i localhost,` replaces it.
     done = subprocess.run([ANSIBLE_PLAYBOOK, *argv[1:]], cwd=tmp_path, env=ansible_env(), capture_output=True, text=True,
                           timeout=120, check=False)

@@ -73,7 +73,7 @@ def test_a_recipe_without_a_lever_is_refused_in_one_line(tmp_path):
 @pytest.mark.parametrize("playbook", ["deploy_mixed.yml", "sweep.yml", "preflight.yml"])
 @pytest.mark.parametrize("setting, value, expected", [
     ("infera_image", "", "infera_image is empty: give the engine image ($IMG of the walkthrough), "
-                         "e.g. registry.example.com/infera/sglang-rocm:dsv4-mi355x"),
+                         "e.g. rocm/infera:sglang-v0.1.1, the walkthrough image"),
     ("infera_model_path", "", 'infera_model_path "" is not an absolute path: give the model directory on the node '
                               "($MODEL of the walkthrough)"),
     ("infera_model_path", "models/dsv4", 'infera_model_path "models/dsv4" is not an absolute path: give the model '

@@ -39,12 +39,3 @@ attributes:
       - The module changes nothing on the target and always reports C(changed=false).
 """
 
-    ACTION_GROUP = r"""
-options: {}
-attributes:
-  action_group:
-    description: Use C(group/infera.serving.serving) in C(module_defaults) to set defaults for this module.
-    support: full
-    membership:
-      - infera.serving.serving
-"""

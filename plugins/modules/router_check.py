@@ -32,7 +32,6 @@ author:
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.read_only
-  - infera.serving._attributes.action_group
 options:
   router:
     description: Base URL of this node's router, for example V(http://10.0.0.5:8000).

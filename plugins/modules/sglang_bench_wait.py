@@ -35,7 +35,6 @@ description:
     survives a dropped SSH connection. Used alone with O(max_wait=0) the module waits until the point ends.
 extends_documentation_fragment:
   - infera.serving._attributes
-  - infera.serving._attributes.action_group
   - infera.serving._sliced_wait
 attributes:
   check_mode:

@@ -32,7 +32,6 @@ author:
   - Infera serving maintainers (@infera)
 extends_documentation_fragment:
   - infera.serving._attributes
-  - infera.serving._attributes.action_group
   - infera.serving._sliced_wait
 attributes:
   check_mode:

@@ -25,7 +25,6 @@ author:
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.read_only
-  - infera.serving._attributes.action_group
 options:
   container:
     description:

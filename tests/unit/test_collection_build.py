@@ -124,3 +124,12 @@ def test_the_installed_artifact_runs_its_playbooks_by_fqcn(artifact, tmp_path):
     assert "infera.serving.deploy_mixed" in playbooks
     _run([BIN / "ansible-playbook", "--syntax-check", "-i", str(inventory), *playbooks,
           str(_role_task_files_playbook(installed, tmp_path))], tmp_path, **env)
+
+
+def test_an_action_group_lists_every_module_or_there_is_none():
+    """module_defaults for group/infera.serving.<group> must reach every module of the collection, or the group misleads;
+    the collection sets its defaults per module (roles/preflight), so it declares no group."""
+    runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
+    modules = sorted(path.stem for path in (REPO / "plugins" / "modules").glob("*.py") if path.stem != "__init__")
+    for group, members in (runtime.get("action_groups") or {}).items():
+        assert sorted(members) == modules, group

@@ -12,7 +12,10 @@ values the pages say to edit are put in, where the pages say so:
 - hosts.yml: the nodes, from `tests/rehearsal/platform ssh-inventory` (addresses, port, user `infera`, key);
 - group_vars/mi355x/vars.yml: image, HF cache, model, etcd and dataset, the rehearsal's;
 - the vault recipe: a token in place of `hf_...`.
-The etcd is one of the test's own (the page's "etcd endpoint every router and worker of the fleet uses"), so the
+The README's page runs on the community.docker its install brings (4.x, in the pinned `ansible` package); the
+quickstart's on community.docker 5.x, installed into the user's collections first, as a user with Galaxy gets it
+(`ansible-galaxy collection install -r requirements.yml`; offline here, from scripts/bootstrap's copy): galaxy.yml
+allows both majors, and each is run. The etcd is one of the test's own (the page's "etcd endpoint every router and worker of the fleet uses"), so the
 deploy's router sees only this node's worker while other tests use the platform's. pip reuses the machine's
 download cache (PIP_CACHE_DIR), and nothing else of the machine's.
 """
@@ -20,6 +23,7 @@ download cache (PIP_CACHE_DIR), and nothing else of the machine's.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -34,6 +38,7 @@ import yaml
 from rehearsal import PLATFORM, REPO, Node, node_up
 
 NODE = "infera-ssh-1"
+DOCKER5 = REPO / ".build" / "collections-docker5" / "ansible_collections" / "community" / "docker"
 TOKEN = "hf_rehearsalUserPathToken0123456789"
 ETCD_PORT, ETCD_PEER_PORT = 23790, 23800
 MARK = re.compile(r"^<!-- (as-printed|not-run: (?P<why>\S.*\S)) -->$")
@@ -245,8 +250,14 @@ def test_the_readme_s_install_and_real_node_commands_run_as_printed(platform, tm
 def test_the_quickstart_runs_as_printed_with_a_vaulted_token(platform, tmp_path):
     settings, node, etcd = platform
     session = Session(tmp_path)
-    # Section 2 installs as README.md's "Install" shows.
+    # Section 2 installs as README.md's "Install" shows; then community.docker 5.x as Galaxy would bring it.
     _run_page(session, readme_install(), settings, etcd)
+    session.run(Block("community.docker 5.x", 0, True, "", f"ansible-galaxy collection install --offline {DOCKER5}"))
+    # The user's collections come before the `ansible` package's in the search path: the playbooks below run on 5.x.
+    used = session.run(Block("community.docker 5.x", 0, True, "", "ansible-doc community.docker.docker_container | sed -n 1p"))
+    assert str(session.home / ".ansible" / "collections" / "ansible_collections" / "community" / "docker") in used, used
+    version = session.home / ".ansible" / "collections" / "ansible_collections" / "community" / "docker" / "MANIFEST.json"
+    assert json.loads(version.read_text())["collection_info"]["version"].startswith("5."), version
     outputs = _run_page(session, quickstart(), settings, etcd)
     vault = session.cwd / "inventories" / "prod" / "group_vars" / "mi355x" / "vault.yml"
     assert "$ANSIBLE_VAULT" in vault.read_text() and TOKEN not in vault.read_text()

@@ -38,4 +38,3 @@ attributes:
     details:
       - The module changes nothing on the target and always reports C(changed=false).
 """
-

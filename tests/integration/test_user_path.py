@@ -15,9 +15,10 @@ values the pages say to edit are put in, where the pages say so:
 The README's page runs on the community.docker its install brings (4.x, in the pinned `ansible` package); the
 quickstart's on community.docker 5.x, installed into the user's collections first, as a user with Galaxy gets it
 (`ansible-galaxy collection install -r requirements.yml`; offline here, from scripts/bootstrap's copy): galaxy.yml
-allows both majors, and each is run. The etcd is one of the test's own (the page's "etcd endpoint every router and worker of the fleet uses"), so the
-deploy's router sees only this node's worker while other tests use the platform's. pip reuses the machine's
-download cache (PIP_CACHE_DIR), and nothing else of the machine's.
+allows both majors, and each is run. One user, one controller: the README's page first, then the quickstart in a
+fresh working folder (its install is the README's). The etcd is one of the test's own (the page's "etcd endpoint
+every router and worker of the fleet uses"), so the deploy's router sees only this node's worker while other tests
+use the platform's. pip reuses the machine's download cache (PIP_CACHE_DIR), and nothing else of the machine's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,8 +112,9 @@ class Session:
     """A user's terminal: the blocks run one after another in bash, the folder and environment carried over."""
 
     def __init__(self, root):
-        self.home = root / "home"
-        self.home.mkdir(parents=True)
+        # A HOME as short as a user's: SSH's ControlPath socket (~/.ansible/cp/<hash>.<random>) must fit in the
+        # 108 bytes of a Unix socket's name, which a pytest-xdist tmp_path does not leave room for.
+        self.home = Path(tempfile.mkdtemp(prefix="u-", dir="/tmp"))
         self.state = root / "state"
         self.state.mkdir()
         self.cwd = REPO  # "in a checkout of this repository"
@@ -193,12 +196,14 @@ def test_the_ssh_inventory_has_the_example_s_shape_and_reaches_the_node_as_a_sud
     assert group["hosts"][NODE]["ansible_host"] == node.address
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(ssh_inventory())
-    env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    home = Path(tempfile.mkdtemp(prefix="u-", dir="/tmp"))  # short: SSH's ControlPath socket lives under it
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
     for become, expected in (("true", "root"), ("false", "infera")):
         done = subprocess.run(["ansible", "-i", str(inventory), "mi355x", "-e", f"ansible_become={become}",
                                "-m", "ansible.builtin.command", "-a", "id -un"],
                               env=env, capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0 and done.stdout.strip().endswith(expected), done.stdout + done.stderr
+    shutil.rmtree(home, ignore_errors=True)
 
 
 def _edit_inventory(session, settings, etcd):
@@ -236,9 +241,18 @@ def _check_run(session, node):
     assert node.sh("docker ps -aq --filter name=^sgl_mix$").stdout.strip() == ""
 
 
-def test_the_readme_s_install_and_real_node_commands_run_as_printed(platform, tmp_path):
+@pytest.fixture
+def session(tmp_path):
+    """A user's terminal, its HOME (a venv of ~0.5 GB once installed) removed after the test."""
+    user = Session(tmp_path)
+    yield user
+    shutil.rmtree(user.home, ignore_errors=True)
+
+
+def test_the_readme_then_the_quickstart_run_as_printed_over_ssh(platform, session):
+    """One user on one controller: README.md's Install and real-node commands, then the quickstart from a fresh
+    working folder (its section 2 installs as README.md's Install, already done: one install, as a user has)."""
     settings, node, etcd = platform
-    session = Session(tmp_path)
     _run_page(session, readme_install() + readme_real_nodes(), settings, etcd)
     assert session.cwd == session.home / "infera"
     # Installed into the user's collections, community.docker found in the pinned `ansible` package.
@@ -246,12 +260,10 @@ def test_the_readme_s_install_and_real_node_commands_run_as_printed(platform, tm
             "MANIFEST.json").is_file()
     _check_run(session, node)
 
-
-def test_the_quickstart_runs_as_printed_with_a_vaulted_token(platform, tmp_path):
-    settings, node, etcd = platform
-    session = Session(tmp_path)
-    # Section 2 installs as README.md's "Install" shows; then community.docker 5.x as Galaxy would bring it.
-    _run_page(session, readme_install(), settings, etcd)
+    # The quickstart, in a fresh working folder (the README's inventory and results set aside), on community.docker
+    # 5.x as Galaxy would bring it into the user's collections.
+    (session.home / "infera").rename(session.home / "infera-readme")
+    (session.home / "infera").mkdir()
     session.run(Block("community.docker 5.x", 0, True, "", f"ansible-galaxy collection install --offline {DOCKER5}"))
     # The user's collections come before the `ansible` package's in the search path: the playbooks below run on 5.x.
     used = session.run(Block("community.docker 5.x", 0, True, "", "ansible-doc community.docker.docker_container | sed -n 1p"))
@@ -266,7 +278,6 @@ def test_the_quickstart_runs_as_printed_with_a_vaulted_token(platform, tmp_path)
     with open(session.cwd / "results" / "first" / "results.csv", newline="", encoding="utf-8") as handle:
         assert all(row["Target"] for row in csv.DictReader(handle))
     assert any("inferencex-dsv4-pro-mi355x-sglang.yml" in out for out in outputs)
-    everything = "\n".join(session.output)
-    assert TOKEN not in everything
+    assert TOKEN not in "\n".join(session.output)
     for path in (session.cwd / "results").rglob("*"):
         assert not path.is_file() or path.suffix == ".png" or TOKEN not in path.read_text(errors="replace"), path

@@ -227,28 +227,45 @@ def progress_line(host, result, label=None, estimate=None, num_prompts=None):
 
 # ---------------------------------------------------------------- health
 
-class _HealthWatch:
-    """Ask the health URL every interval in a thread, so a slow answer never delays seeing the exit file."""
+def _in_a_thread(work):
+    """Start work in a daemon thread and return the thread: a check that hangs never keeps the module from exiting."""
+    thread = threading.Thread(target=work, name='engine-health', daemon=True)
+    thread.start()
+    return thread
 
-    def __init__(self, url, interval, consecutive_failures=0):
+
+class _HealthWatch:
+    """Ask the health URL every interval, each check in the background, so a slow answer never delays seeing the exit file.
+
+    The wait's polls start the checks: interval counts from one check's answer on the wait's clock.
+    """
+
+    def __init__(self, url, interval, consecutive_failures, clock, in_background):
         self.url = url
         self.interval = interval
         # Carried over from the previous slice: three failures in a row may span two slices.
         self.consecutive_failures = consecutive_failures
         self.last = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name='engine-health', daemon=True)
+        self._clock = clock
+        self._in_background = in_background
+        self._check = None
+        self._next_check_at = clock()
 
-    def start(self):
-        self._thread.start()
+    def look(self):
+        """Start the next check if it is due and the last one has answered."""
+        if not self._in_flight() and self._clock() >= self._next_check_at:
+            self._check = self._in_background(self._ask)
 
-    def stop(self):
-        self._stop.set()
+    def seconds_to_next_check(self):
+        """How long until the next check is due: interval at most while one waits for its answer, which may come soon."""
+        if self._in_flight():
+            return self.interval
+        return max(self._next_check_at - self._clock(), 0.0)
 
     def finish_probe(self):
-        """Stop, but let a check in flight answer first: a slice as short as the check's timeout must still count it."""
-        self._stop.set()
-        self._thread.join(HEALTH_TIMEOUT + 1)
+        """Let a check in flight answer: a slice as short as the check's timeout must still count it."""
+        if self._in_flight():
+            self._check.join(HEALTH_TIMEOUT + 1)
 
     @property
     def summary(self):
@@ -256,21 +273,30 @@ class _HealthWatch:
         return {'checked': True, 'alive': (self.last == 200) if answered else None,
                 'failures': self.consecutive_failures, 'last': self.last}
 
-    def _run(self):
-        while not self._stop.is_set():
-            status, error = _health.probe_health(self.url, HEALTH_TIMEOUT)
-            self.last = status if status is not None else error
-            self.consecutive_failures = 0 if status == 200 else self.consecutive_failures + 1
-            self._stop.wait(self.interval)
+    def _in_flight(self):
+        return self._check is not None and self._check.is_alive()
+
+    def _ask(self):
+        status, error = _health.probe_health(self.url, HEALTH_TIMEOUT)
+        self.last = status if status is not None else error
+        self.consecutive_failures = 0 if status == 200 else self.consecutive_failures + 1
+        self._next_check_at = self._clock() + self.interval
 
 
 # ---------------------------------------------------------------- the wait
 
 class BenchPointWait:
-    """Poll the bench exit file, the engine exit file, the health watch and the clock until an outcome."""
+    """Poll the bench exit file, the engine exit file, the health watch and the clock until an outcome.
 
-    def __init__(self, params):
+    clock (seconds since the epoch: the start carries over between slices), sleep and in_background (how a health
+    check runs beside the polls) are the real ones on a node; the unit tests pass a fake clock.
+    """
+
+    def __init__(self, params, clock=time.time, sleep=time.sleep, in_background=_in_a_thread):
         self.options = _Options(params)
+        self.clock = clock
+        self.sleep = sleep
+        self.in_background = in_background
         resume = self.options.resume or {}
         self.started_at = resume.get('started_at')
         self.reading = new_reading(resume.get('read_offset') or 0)
@@ -283,7 +309,7 @@ class BenchPointWait:
     def wait(self):
         """Return (result, warnings) for a point that finished with 0 or a slice that ran out; raise WaitError otherwise."""
         options = self.options
-        slice_start = time.time()
+        slice_start = self.clock()
         first_call = self.started_at is None
         if first_call:
             self.started_at = slice_start
@@ -295,17 +321,12 @@ class BenchPointWait:
             if trouble:
                 return self._finish('router', trouble)
         if options.engine_health_url:
-            self.health = _HealthWatch(options.engine_health_url, options.health_interval, self.carried_failures)
-            self.health.start()
-        outcome = None
-        try:
-            outcome = self._poll_until_outcome(slice_start)
-        finally:
-            if self.health and outcome is None:
-                self.health.finish_probe()
-            elif self.health:
-                self.health.stop()
+            self.health = _HealthWatch(options.engine_health_url, options.health_interval, self.carried_failures,
+                                       self.clock, self.in_background)
+        outcome = self._poll_until_outcome(slice_start)
         if outcome is None:
+            if self.health:
+                self.health.finish_probe()
             return self._slice_result(), []
         return self._finish(*outcome)
 
@@ -313,6 +334,8 @@ class BenchPointWait:
         """The outcome tuple, or None when the slice (max_wait) is over first."""
         options = self.options
         while True:
+            if self.health:
+                self.health.look()
             if options.log_path:
                 read_progress(options.log_path, self.reading, self.progress)
             # The bench exit file first: a point that finished counts even if the engine died just after.
@@ -332,21 +355,27 @@ class BenchPointWait:
                 return 'engine_exited', engine_code
             if self.health and self.health.consecutive_failures >= options.health_failures:
                 return 'unhealthy', self.health.last
-            if time.time() - self.started_at >= options.deadline:
+            if self.clock() - self.started_at >= options.deadline:
                 return 'deadline', None
-            if options.max_wait and time.time() - slice_start >= options.max_wait:
+            if options.max_wait and self.clock() - slice_start >= options.max_wait:
                 return None
-            time.sleep(options.poll_interval)
+            self.sleep(self._pause())
+
+    def _pause(self):
+        """Until the next poll, or until the next health check is due if that comes first."""
+        if self.health:
+            return min(self.options.poll_interval, self.health.seconds_to_next_check())
+        return self.options.poll_interval
 
     def _engine_exit_within(self, grace):
         """The engine's exit code once its marker appears within grace; False when it does not, or at once when the
         engine answers /health 200 (a live engine: the failure is the client's)."""
-        give_up_at = time.time() + grace
+        give_up_at = self.clock() + grace
         engine_code = self._engine_exit()
-        while engine_code is False and time.time() < give_up_at:
-            if self._engine_answers(give_up_at - time.time()):
+        while engine_code is False and self.clock() < give_up_at:
+            if self._engine_answers(give_up_at - self.clock()):
                 return self._engine_exit()
-            time.sleep(0.1)
+            self.sleep(0.1)
             engine_code = self._engine_exit()
         return engine_code
 
@@ -378,7 +407,7 @@ class BenchPointWait:
         }
 
     def _slice_result(self):
-        result = self._common_result(time.time() - self.started_at)
+        result = self._common_result(self.clock() - self.started_at)
         result['resume'] = {
             'started_at': self.started_at,
             'health_failures': self.health.consecutive_failures if self.health else 0,
@@ -392,8 +421,8 @@ class BenchPointWait:
         options = self.options
         killed, denied = [], []
         if kind != 'done' and options.kill_match:
-            killed, denied = _procs.stop_processes(options.kill_match)
-        elapsed = time.time() - self.started_at
+            killed, denied = _procs.stop_processes(options.kill_match, clock=self.clock, sleep=self.sleep)
+        elapsed = self.clock() - self.started_at
         if options.log_path:
             # The client's last words (its results block) come after the last poll read the log.
             read_progress(options.log_path, self.reading, self.progress)
@@ -438,6 +467,6 @@ def _router_down(router_url):
     return None if status == 200 else 'GET %s answered %s' % (url, error or status)
 
 
-def wait_for_point(params):
+def wait_for_point(params, clock=time.time, sleep=time.sleep, in_background=_in_a_thread):
     """Module entry point: (result, warnings), or WaitError (bad options or a failed point)."""
-    return BenchPointWait(params).wait()
+    return BenchPointWait(params, clock, sleep, in_background).wait()

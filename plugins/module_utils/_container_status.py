@@ -25,8 +25,16 @@ import stat
 import time
 from urllib.parse import quote
 
+from ansible_collections.infera.serving.plugins.module_utils._docker_socket import docker_json
+from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
 from ansible_collections.infera.serving.plugins.module_utils._health import get_text, wait_until
-from ansible_collections.infera.serving.plugins.module_utils._preflight import docker_json, pid_namespace, read_command_line
+from ansible_collections.infera.serving.plugins.module_utils._procs import (
+    all_pids,
+    pid_in_namespace,
+    pid_namespace,
+    process_root,
+    read_command_line,
+)
 
 ARGUMENT_SPEC = dict(
     container=dict(type='str', required=True),
@@ -46,12 +54,10 @@ ARGUMENT_SPEC = dict(
     timeout=dict(type='float', default=5.0),
 )
 
-# The unit tests point this at a fake tree.
-PROC = '/proc'
 _NO_CONTAINER = {'exists': False, 'running': False, 'id': '', 'image': '', 'pid': 0, 'merged_dir': '', 'rootfs': ''}
 
 
-class ContainerStatusError(Exception):
+class ContainerStatusError(InferaServingError):
     """A bad argument: the task fails with this message."""
 
 
@@ -65,7 +71,7 @@ def container_rootfs(running, pid, merged_dir):
     storage driver has (the containerd snapshotter, Docker 29's default, has no MergedDir) and which shows its
     volumes too; readable by root only. The overlay2 MergedDir only when no process runs in it ('' without one)."""
     if running and pid:
-        return os.path.join(PROC, str(pid), 'root')
+        return process_root(pid)
     return merged_dir
 
 
@@ -107,18 +113,6 @@ def image_state(socket_path, name, timeout):
     }
 
 
-def _namespace_pid(pid):
-    """The pid that pid has in its own (innermost) pid namespace: the last field of NSpid in /proc/<pid>/status."""
-    try:
-        with open(os.path.join(PROC, str(pid), 'status')) as handle:
-            for line in handle:
-                if line.startswith('NSpid:'):
-                    return int(line.split()[-1])
-    except (OSError, ValueError):
-        pass
-    return pid
-
-
 def processes_in(init_pid, patterns):
     """{name: ['<pid> <command line>', ...]} of the processes in init_pid's pid namespace whose command line
     matches each named pattern (re.search, as pgrep -f), in pid order; the pids are those the container sees."""
@@ -127,8 +121,7 @@ def processes_in(init_pid, patterns):
     if namespace is None:
         return found
     compiled = [(name, re.compile(pattern)) for name, pattern in patterns.items()]
-    pids = sorted(int(entry) for entry in os.listdir(PROC) if entry.isdigit())
-    for pid in pids:
+    for pid in all_pids():
         if pid_namespace(pid) != namespace:
             continue
         line = read_command_line(pid)
@@ -137,7 +130,7 @@ def processes_in(init_pid, patterns):
             continue
         for name, regex in compiled:
             if regex.search(line):
-                found[name].append('%d %s' % (_namespace_pid(pid), line))
+                found[name].append('%d %s' % (pid_in_namespace(pid), line))
     return found
 
 

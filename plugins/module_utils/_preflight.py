@@ -9,9 +9,9 @@ Every check runs whatever the others find, and a problem comes back as a failure
 line naming the cause and the next step), never as an exception, so one run shows everything to fix on
 every node. Only bad arguments raise PreflightError.
 
-Sections: the arguments; the Docker engine's API over its unix socket; listening sockets and GPU device
-holders from /proc; VRAM use from amd-smi or rocm-smi, on the node or in the engine image; the image's registry;
-the checks; the run.
+What the checks read comes from their own files: the Docker engine (_docker_socket), the node's processes, ports and
+GPU holders (_procs), VRAM use (_gpu_smi), the model checkpoint (_checkpoint), etcd's health (_etcd), the image's
+registry (_registry). Here: the arguments, the checks, and the run.
 """
 
 from __future__ import annotations
@@ -21,14 +21,22 @@ import http.client
 import json
 import os
 import re
-import shutil
 import socket
-import subprocess
 import time
-from urllib.error import HTTPError
 from urllib.parse import quote
 
-from ansible.module_utils.urls import open_url
+from ansible_collections.infera.serving.plugins.module_utils import _gpu_smi
+from ansible_collections.infera.serving.plugins.module_utils._checkpoint import checkpoint_problems
+from ansible_collections.infera.serving.plugins.module_utils._docker_socket import docker_get, docker_json
+from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
+from ansible_collections.infera.serving.plugins.module_utils._etcd import ask_until_healthy
+from ansible_collections.infera.serving.plugins.module_utils._procs import (
+    ProcessTable,
+    command_line,
+    node_listening_ports,
+    pid_namespace,
+)
+from ansible_collections.infera.serving.plugins.module_utils._registry import probe_registry, registry_host
 
 # In the order they run and report.
 CHECKS = ('docker', 'devices', 'gpus', 'model', 'disk', 'ports', 'etcd', 'image')
@@ -51,27 +59,19 @@ ARGUMENT_SPEC = dict(
     node=dict(type='str'),
 )
 
-# Where the node's kernel views and tools are; the unit tests point these at fake trees.
-PROC = '/proc'
+# Where the node's device nodes are; the unit tests point this at a fake tree.
 DEV = '/dev'
-# ROCm installs its tools here, which the PATH of a non-login shell often lacks.
-ROCM_BIN = '/opt/rocm/bin'
 # Used when Docker does not say where its data root is.
 DEFAULT_DOCKER_ROOT = '/var/lib/docker'
-# amd-smi takes seconds on 8 GPUs, and hangs on a wedged one.
-SMI_TIMEOUT = 60
 _GIB = 1024 ** 3
-_MIB = 1024 ** 2
 # The etcd check's clock and sleep; the unit tests inject their own.
 CLOCK = time.monotonic
 SLEEP = time.sleep
-# How often an unhealthy etcd is asked again within etcd_wait.
-ETCD_POLL = 0.5
 # How many holders of one port or GPU a message names.
 _NAMED_HOLDERS = 3
 
 
-class PreflightError(ValueError):
+class PreflightError(InferaServingError):
     """A bad module argument: the one-line message names it and what is accepted."""
 
 
@@ -100,155 +100,7 @@ def check_arguments(params):
         raise PreflightError('image_smi_run needs image, the engine image its amd-smi ran in')
 
 
-# ---------------------------------------------------------------- the Docker engine's API
-
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTP over a unix socket, the way the Docker engine answers, with the standard library alone."""
-
-    def __init__(self, socket_path, timeout):
-        super().__init__('localhost', timeout=timeout)
-        self._socket_path = socket_path
-
-    def connect(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._socket_path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
-def docker_get(socket_path, path, timeout):
-    """(HTTP status, body bytes) of GET path from the Docker engine; OSError or HTTPException when it does not answer."""
-    connection = _UnixHTTPConnection(socket_path, timeout)
-    try:
-        connection.request('GET', path)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
-
-
-def docker_json(socket_path, path, timeout):
-    """The parsed JSON body of a 200 answer to GET path, or None for any other answer or none at all."""
-    try:
-        status, body = docker_get(socket_path, path, timeout)
-        return json.loads(body) if status == 200 else None
-    except (OSError, http.client.HTTPException, ValueError):
-        return None
-
-
-# ---------------------------------------------------------------- /proc: listening sockets and device holders
-
-# The TCP state LISTEN in /proc/net/tcp{,6}.
-_TCP_LISTEN = '0A'
-
-
-def listening_ports(table):
-    """{port: set of socket inodes} of the LISTEN sockets in the text of /proc/net/tcp or /proc/net/tcp6."""
-    found = {}
-    for line in table.splitlines()[1:]:
-        # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
-        fields = line.split()
-        if len(fields) < 10 or fields[3] != _TCP_LISTEN or fields[9] == '0':
-            continue
-        port = int(fields[1].rsplit(':', 1)[1], 16)
-        found.setdefault(port, set()).add(fields[9])
-    return found
-
-
-def _read_text(path):
-    with open(path, 'r', encoding='utf-8', errors='replace') as handle:
-        return handle.read()
-
-
-def node_listening_ports():
-    """{port: socket inodes} of every TCP LISTEN socket in this network namespace, IPv4 and IPv6."""
-    found = {}
-    for table in ('tcp', 'tcp6'):
-        try:
-            text = _read_text(os.path.join(PROC, 'net', table))
-        except OSError:
-            continue  # a kernel without IPv6 has no tcp6
-        for port, inodes in listening_ports(text).items():
-            found.setdefault(port, set()).update(inodes)
-    return found
-
-
-def _is_gpu_device(target):
-    return target == '/dev/kfd' or target.startswith('/dev/dri/renderD')
-
-
-class ProcessTable:
-    """Who holds what on the node, from one pass over /proc/<pid>/fd: socket inodes and the GPU device nodes.
-
-    Every ROCm process opens /dev/kfd, so its holders are the processes using a GPU. Another user's fds are
-    readable only by root; those processes are counted in ``unreadable``.
-    """
-
-    def __init__(self):
-        self.socket_holders = {}
-        self.gpu_holders = []
-        self.unreadable = 0
-        try:
-            entries = os.listdir(PROC)
-        except OSError:
-            entries = []
-        for entry in sorted((name for name in entries if name.isdigit()), key=int):
-            self._scan(int(entry))
-
-    def _scan(self, pid):
-        fd_dir = os.path.join(PROC, str(pid), 'fd')
-        try:
-            fds = os.listdir(fd_dir)
-        except PermissionError:
-            self.unreadable += 1
-            return
-        except OSError:
-            return  # exited meanwhile
-        holds_gpu = False
-        for fd in fds:
-            try:
-                target = os.readlink(os.path.join(fd_dir, fd))
-            except OSError:
-                continue
-            if target.startswith('socket:[') and target.endswith(']'):
-                self.socket_holders.setdefault(target[len('socket:['):-1], []).append(pid)
-            elif _is_gpu_device(target):
-                holds_gpu = True
-        if holds_gpu:
-            self.gpu_holders.append(pid)
-
-    def holders_of(self, inodes):
-        """The pids holding any of these socket inodes, each once, in order."""
-        return sorted({pid for inode in inodes for pid in self.socket_holders.get(inode, ())})
-
-
-def read_command_line(pid):
-    """The command line of pid as pgrep -f matches it (its arguments joined by spaces); '' when it is gone, a
-    kernel thread or a zombie."""
-    try:
-        with open(os.path.join(PROC, str(pid), 'cmdline'), 'rb') as handle:
-            raw = handle.read()
-    except OSError:
-        return ''
-    return raw.rstrip(b'\0').replace(b'\0', b' ').decode('utf-8', 'replace')
-
-
-def command_line(pid):
-    """The command line of pid as one string, or '?' when it is gone or unreadable."""
-    return read_command_line(pid).strip() or '?'
-
-
-def pid_namespace(pid):
-    """The pid namespace of pid (the link /proc/<pid>/ns/pid reads, e.g. pid:[4026532577]), or None."""
-    try:
-        return os.readlink(os.path.join(PROC, str(pid), 'ns', 'pid'))
-    except OSError:
-        return None
-
+# ---------------------------------------------------------------- how messages name processes and GPUs
 
 def describe_processes(pids):
     """'pid 42 (python3 -m http.server 8000)' for the first few pids, then how many more."""
@@ -258,255 +110,11 @@ def describe_processes(pids):
     return ', '.join(named)
 
 
-# ---------------------------------------------------------------- VRAM use from amd-smi or rocm-smi
-
-_UNIT_MIB = {'B': 1.0 / _MIB, 'KB': 1.0 / 1024, 'MB': 1.0, 'GB': 1024.0, 'TB': 1024.0 ** 2}
-
-
-def _json_in(text):
-    """The first JSON value in a tool's output; the tools may print warnings before it."""
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r'[\[{]', text):
-        try:
-            return decoder.raw_decode(text, match.start())[0]
-        except ValueError:
-            continue
-    raise ValueError('no JSON in the output')
-
-
-def _number(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None  # "N/A": the library could not read it
-
-
-def _amd_smi_mib(field):
-    """MiB from amd-smi's {"value": N, "unit": "MB"}; its MB are MiB (the library's bytes // 1024**2)."""
-    if not isinstance(field, dict):
-        return None
-    value = _number(field.get('value'))
-    scale = _UNIT_MIB.get(str(field.get('unit', 'MB')).upper())
-    return None if value is None or scale is None else value * scale
-
-
-def _gpu(index, used_mib, total_mib):
-    percent = None
-    if used_mib is not None and total_mib:
-        percent = round(100.0 * used_mib / total_mib, 1)
-    return {'index': index, 'used_mib': used_mib, 'total_mib': total_mib, 'used_percent': percent}
-
-
-def parse_amd_smi(text):
-    """The GPUs in `amd-smi metric --mem-usage --json` or `amd-smi monitor --vram-usage --json`.
-
-    ROCm 6 prints a list of per-GPU objects; ROCm 7 wraps it as {"gpu_data": [...]} (beside cpu_data and
-    core_data). metric puts the memory in mem_usage.used_vram and .total_vram, monitor in vram_used and
-    vram_total; each is {"value": N, "unit": "MB"}, or "N/A" when the library could not read it.
-    """
-    data = _json_in(text)
-    if isinstance(data, dict):
-        data = data.get('gpu_data')
-    if not isinstance(data, list):
-        raise ValueError('no list of GPUs (or gpu_data) in the JSON')
-    gpus = []
-    for entry in data:
-        if not isinstance(entry, dict) or 'gpu' not in entry:
-            continue
-        usage = entry.get('mem_usage')
-        if isinstance(usage, dict):
-            used, total = usage.get('used_vram'), usage.get('total_vram')
-        else:
-            used, total = entry.get('vram_used'), entry.get('vram_total')
-        gpus.append(_gpu(int(entry['gpu']), _amd_smi_mib(used), _amd_smi_mib(total)))
-    if not gpus:
-        raise ValueError('no GPU in the JSON')
-    return sorted(gpus, key=lambda gpu: gpu['index'])
-
-
-_ROCM_SMI_CARD = re.compile(r'^card(\d+)$')
-
-
-def parse_rocm_smi(text):
-    """The GPUs in `rocm-smi --showmeminfo vram --json`.
-
-    {"card0": {"VRAM Total Memory (B)": "309220868096", "VRAM Total Used Memory (B)": "297795584"}, ...}: one key
-    per card, every value a string of bytes; a value the library could not read is missing or not a number.
-    """
-    data = _json_in(text)
-    if not isinstance(data, dict):
-        raise ValueError('no cardN objects in the JSON')
-    gpus = []
-    for key, fields in data.items():
-        match = _ROCM_SMI_CARD.match(key)
-        if not match or not isinstance(fields, dict):
-            continue
-        used = _number(fields.get('VRAM Total Used Memory (B)'))
-        total = _number(fields.get('VRAM Total Memory (B)'))
-        gpus.append(_gpu(int(match.group(1)), None if used is None else used / _MIB,
-                         None if total is None else total / _MIB))
-    if not gpus:
-        raise ValueError('no cardN object in the JSON')
-    return sorted(gpus, key=lambda gpu: gpu['index'])
-
-
-# Tried in order until one answers with a GPU list.
-SMI_COMMANDS = (
-    ('amd-smi', ('metric', '--mem-usage', '--json'), parse_amd_smi),
-    ('amd-smi', ('monitor', '--vram-usage', '--json'), parse_amd_smi),
-    ('rocm-smi', ('--showmeminfo', 'vram', '--json'), parse_rocm_smi),
-)
-
-
-def find_tool(name):
-    return shutil.which(name) or shutil.which(name, path=ROCM_BIN)
-
-
-def _last_line(text):
-    lines = [line.strip() for line in (text or '').splitlines() if line.strip()]
-    return lines[-1] if lines else 'no output'
-
-
-def read_vram():
-    """(the command that answered or None, its GPUs, why each command tried before it did not answer)."""
-    problems = []
-    for tool, arguments, parse in SMI_COMMANDS:
-        path = find_tool(tool)
-        if not path:
-            continue
-        command = ' '.join((tool,) + arguments)
-        try:
-            done = subprocess.run([path] + list(arguments), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  universal_newlines=True, errors='replace', timeout=SMI_TIMEOUT, check=False)
-        except subprocess.TimeoutExpired:
-            problems.append('`%s` did not finish within %g s' % (command, SMI_TIMEOUT))
-            continue
-        except OSError as error:
-            problems.append('`%s` could not run: %s' % (command, error))
-            continue
-        if done.returncode != 0:
-            problems.append('`%s` exited %d: %s' % (command, done.returncode, _last_line(done.stderr or done.stdout)))
-            continue
-        try:
-            return command, parse(done.stdout), problems
-        except ValueError as error:
-            problems.append('`%s` printed no VRAM figures: %s' % (command, error))
-    return None, [], problems
-
-
-# ---------------------------------------------------------------- VRAM use with the engine image's amd-smi
-
-# A node with only the amdgpu driver has no amd-smi of its own; ROCm engine images (lmsysorg/sglang's) have it here.
-IMAGE_AMD_SMI = '/opt/rocm/bin/amd-smi'
-IMAGE_SMI_ARGUMENTS = SMI_COMMANDS[0][1]
-IMAGE_SMI_CONTAINER = 'infera-preflight-amd-smi'
-_IMAGE_SMI_COMMAND = ' '.join(('amd-smi',) + IMAGE_SMI_ARGUMENTS)
-# coreutils timeout's exit codes: it cut the command off; the command is not there.
-_TIMED_OUT = 124
-_NOT_FOUND = 127
-
-
-def image_smi_source(image):
-    """What details.gpus.source says of a reading from the image's amd-smi."""
-    return '%s (in %s)' % (_IMAGE_SMI_COMMAND, image)
-
-
-def image_smi_label(image):
-    """How a message names a reading from the image's amd-smi."""
-    return '`%s` in %s' % (_IMAGE_SMI_COMMAND, image)
-
-
-def image_smi_plan(image):
-    """The one-shot container that reads VRAM use with image's amd-smi: community.docker.docker_container options."""
-    return {
-        'name': IMAGE_SMI_CONTAINER,
-        'image': image,
-        # amd-smi hangs on a wedged GPU and Docker's wait has no deadline: coreutils timeout (in every ROCm image,
-        # which are Ubuntu) ends it as SMI_TIMEOUT ends the node's own.
-        'entrypoint': ['timeout', '%g' % SMI_TIMEOUT, IMAGE_AMD_SMI],
-        'command': list(IMAGE_SMI_ARGUMENTS),
-        'devices': [os.path.join(DEV, 'kfd'), os.path.join(DEV, 'dri')],
-        'source': image_smi_source(image),
-    }
-
-
-def read_image_vram(run, image):
-    """(the source or None, its GPUs, why it did not answer), like read_vram(), from what
-    community.docker.docker_container returned for image_smi_plan(image): container.Output (stdout and stderr),
-    status (the exit code), msg (Docker's error when the container could not start)."""
-    label = image_smi_label(image)
-    output = (run.get('container') or {}).get('Output')
-    status = run.get('status')
-    if output is None or status is None:
-        return None, [], ['%s could not start: %s' % (label, _last_line(run.get('msg')))]
-    if status == _TIMED_OUT:
-        return None, [], ['%s did not finish within %g s' % (label, SMI_TIMEOUT)]
-    if status == _NOT_FOUND:
-        return None, [], ['%s has no %s (exit %d: %s)' % (image, IMAGE_AMD_SMI, status, _last_line(output))]
-    if status != 0:
-        return None, [], ['%s exited %d: %s' % (label, status, _last_line(output))]
-    try:
-        return image_smi_source(image), parse_amd_smi(output), []
-    except ValueError as error:
-        return None, [], ['%s printed no VRAM figures: %s' % (label, error)]
-
-
 def _gpu_figure(gpu):
     return 'GPU %d (%.1f%%, %d of %d MiB)' % (gpu['index'], gpu['used_percent'], gpu['used_mib'], gpu['total_mib'])
 
 
-# ---------------------------------------------------------------- the image's registry
-
-_DOCKER_HUB = ('docker.io', 'index.docker.io', 'registry-1.docker.io')
-
-
-def registry_host(image):
-    """The registry host an image reference names, or None for Docker Hub (docker's own rule: the first path
-    component is a host when it has a dot or a port, or is localhost)."""
-    name = image.split('@', 1)[0]
-    first, slash, _rest = name.partition('/')
-    if slash and ('.' in first or ':' in first or first == 'localhost') and first not in _DOCKER_HUB:
-        return first
-    return None
-
-
-def probe_registry(host, timeout):
-    """(how the registry answered GET /v2/, or None; what each try got). A 401 answers: it wants a login.
-
-    https first; http for a registry the engine is told is insecure (--insecure-registry).
-    """
-    problems = []
-    for scheme in ('https', 'http'):
-        url = '%s://%s/v2/' % (scheme, host)
-        try:
-            response = open_url(url, method='GET', timeout=timeout)
-            try:
-                return 'HTTP %d over %s' % (response.getcode(), scheme), problems
-            finally:
-                response.close()
-        except HTTPError as error:
-            if error.code == 401:
-                return 'HTTP 401 over %s (it wants a login)' % scheme, problems
-            problems.append('%s: HTTP %d' % (url, error.code))
-        except Exception as error:  # pylint: disable=broad-except
-            problems.append('%s: %s' % (url, error))
-    return None, problems
-
-
 # ---------------------------------------------------------------- the checks
-
-def _file_problem(path):
-    """Why path is not a readable regular file (following symlinks), or None when it is."""
-    if os.path.islink(path) and not os.path.exists(path):
-        return 'is a dangling symlink to %s (its target is missing: an interrupted or pruned download)' % os.readlink(path)
-    if not os.path.exists(path):
-        return 'is missing'
-    if not os.path.isfile(path):
-        return 'is not a regular file'
-    if not os.access(path, os.R_OK):
-        return 'is not readable by this user'
-    return None
-
 
 def _existing_ancestor(path):
     while not os.path.exists(path) and os.path.dirname(path) != path:
@@ -649,15 +257,16 @@ class Preflight:
         run = self.params.get('image_smi_run')
         if run is not None:
             image = self.params['image']
-            source, gpus, problems = read_image_vram(run, image)
+            source, gpus, problems = _gpu_smi.read_image_vram(run, image)
             if source is None:
                 self.fail('gpus', 'cannot read VRAM use: %s, and the node has no amd-smi or rocm-smi of its own; next '
                                   'step: run it by hand (docker run --rm --device /dev/kfd --device /dev/dri '
                                   '--entrypoint %s %s %s), or install amd-smi (ROCm amd-smi-lib) on the node, then '
-                                  'rerun' % ('; '.join(problems), IMAGE_AMD_SMI, image, ' '.join(IMAGE_SMI_ARGUMENTS)))
+                                  'rerun' % ('; '.join(problems), _gpu_smi.IMAGE_AMD_SMI, image,
+                                             ' '.join(_gpu_smi.IMAGE_SMI_ARGUMENTS)))
                 return None
-            return image_smi_label(image), source, gpus
-        command, gpus, problems = read_vram()
+            return _gpu_smi.image_smi_label(image), source, gpus
+        command, gpus, problems = _gpu_smi.read_vram()
         if command is not None:
             return '`%s`' % command, command, gpus
         if problems:
@@ -670,7 +279,7 @@ class Preflight:
     def _no_smi_on_node(self):
         """Fail the check for a node without amd-smi or rocm-smi; plan a read with the image's amd-smi when the image
         is on the node (image_smi: the role runs it and checks again, with what it printed)."""
-        missing = 'neither amd-smi nor rocm-smi is on the PATH or in %s, so VRAM use cannot be read' % ROCM_BIN
+        missing = 'neither amd-smi nor rocm-smi is on the PATH or in %s, so VRAM use cannot be read' % _gpu_smi.ROCM_BIN
         image = self.params.get('image')
         if not image:
             self.fail('gpus', '%s; next step: install amd-smi (ROCm amd-smi-lib) on the node' % missing)
@@ -682,7 +291,7 @@ class Preflight:
             return
         status = self.inspect_image()[0]
         if status == 200:
-            self.image_smi = image_smi_plan(image)
+            self.image_smi = _gpu_smi.image_smi_plan(image, DEV)
             self.fail('gpus', '%s on the node itself, but the image %s is on the node; next step: read VRAM use with '
                               'its amd-smi (run the container image_smi describes and pass what '
                               'community.docker.docker_container returned as image_smi_run; the preflight role does), '
@@ -723,42 +332,10 @@ class Preflight:
             self.fail('model', 'the model directory %s does not exist; next step: mount the Hugging Face cache on the '
                                'node or fix the model path (infera_model_path)' % path)
             return None
-        details = {'path': path, 'model_type': None, 'tokenizer': None}
-        self.details['model'] = details
-        self._check_model_config(path, details)
-        tokenizer = os.path.join(path, 'tokenizer.json')
-        problem = _file_problem(tokenizer)
-        if problem:
-            self.fail('model', 'tokenizer.json in %s %s; next step: download the checkpoint again so every file '
-                               'resolves (huggingface-cli download)' % (path, problem))
-        else:
-            details['tokenizer'] = os.path.realpath(tokenizer)
-        dangling = sorted(name for name in os.listdir(path)
-                          if name.endswith('.safetensors') and _file_problem(os.path.join(path, name)))
-        if dangling:
-            self.fail('model', '%d weight file(s) in %s do not resolve (first: %s); next step: download the checkpoint '
-                               'again (huggingface-cli download)' % (len(dangling), path, dangling[0]))
+        self.details['model'], problems = checkpoint_problems(path, self.params['model_types'])
+        for problem in problems:
+            self.fail('model', problem)
         return None
-
-    def _check_model_config(self, path, details):
-        config = os.path.join(path, 'config.json')
-        problem = _file_problem(config)
-        if problem:
-            self.fail('model', 'config.json in %s %s; next step: download the checkpoint again (huggingface-cli '
-                               'download) or fix the model path (infera_model_path)' % (path, problem))
-            return
-        try:
-            model_type = json.loads(_read_text(config)).get('model_type')
-        except (ValueError, AttributeError) as error:
-            self.fail('model', 'config.json in %s is not a JSON object (%s); next step: download the checkpoint again'
-                      % (path, error))
-            return
-        details['model_type'] = model_type
-        wanted = self.params['model_types']
-        if model_type not in wanted:
-            self.fail('model', 'config.json in %s has model_type %r, expected %s; next step: point the model path '
-                               '(infera_model_path) at the DeepSeek-V4-Pro checkpoint'
-                      % (path, model_type, ' or '.join(wanted)))
 
     def check_disk(self):
         root = self.params.get('docker_data_root') or self._docker_root or DEFAULT_DOCKER_ROOT
@@ -805,41 +382,19 @@ class Preflight:
         if not endpoint:
             return 'no etcd_endpoint given'
         url = endpoint.rstrip('/') + '/health'
-        # A healthy answer ends the check at once. An unhealthy one is asked again for etcd_wait seconds: a
-        # member whose disk is slow to sync answers 503 for a moment (its health read times out after 1 s),
-        # and a fleet rollout should not stop on that moment. An etcd that does not answer at all fails now.
-        deadline = CLOCK() + self.params['etcd_wait']
-        asked = 0
-        while True:
-            asked += 1
-            try:
-                # etcd is on the cluster network: a proxy from the environment would only stand in the way.
-                response = open_url(url, method='GET', timeout=self.timeout, use_proxy=False)
-                try:
-                    status, body = response.getcode(), response.read()
-                finally:
-                    response.close()
-            except HTTPError as error:
-                # An unhealthy etcd answers 503 with its reason in the body.
-                status, body = error.code, error.read() if error.fp else b''
-            except Exception as error:  # pylint: disable=broad-except
-                self.fail('etcd', 'etcd at %s does not answer GET /health (%s); next step: start etcd or fix the '
-                                  'endpoint (infera_etcd_endpoint), then curl %s' % (endpoint, error, url))
-                return None
-            try:
-                answer = json.loads(body)
-            except ValueError:
-                answer = None
-            healthy = status == 200 and isinstance(answer, dict) and answer.get('health') == 'true'
-            if healthy or CLOCK() + ETCD_POLL > deadline:
-                break
-            SLEEP(ETCD_POLL)
-        self.details['etcd'] = {'endpoint': endpoint, 'status': status, 'answer': answer, 'asked': asked}
-        if not healthy:
+        answer, asked = ask_until_healthy(url, self.timeout, self.params['etcd_wait'], CLOCK, SLEEP)
+        if answer['error'] is not None:
+            self.fail('etcd', 'etcd at %s does not answer GET /health (%s); next step: start etcd or fix the '
+                              'endpoint (infera_etcd_endpoint), then curl %s' % (endpoint, answer['error'], url))
+            return None
+        self.details['etcd'] = {'endpoint': endpoint, 'status': answer['status'], 'answer': answer['answer'],
+                                'asked': asked}
+        if not answer['healthy']:
+            body = answer['body']
             text = body[:200].decode('utf-8', 'replace').strip() if isinstance(body, bytes) else str(body)
             self.fail('etcd', 'etcd at %s is not healthy: GET /health answered HTTP %s %s (%d time(s) in %s s); '
                               'next step: etcdctl --endpoints %s endpoint health, and the etcd log'
-                      % (endpoint, status, text, asked, self.params['etcd_wait'], endpoint))
+                      % (endpoint, answer['status'], text, asked, self.params['etcd_wait'], endpoint))
         return None
 
     def check_image(self):

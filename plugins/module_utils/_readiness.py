@@ -319,20 +319,26 @@ def _restart_launch(options, state, now):
 # ---------------------------------------------------------------- the wait
 
 class ReadinessWatch:
-    """Poll the log, the exit markers, the watch dirs and the health URL until an outcome."""
+    """Poll the log, the exit markers, the watch dirs and the health URL until an outcome.
 
-    def __init__(self, params):
+    clock (seconds since the epoch: started_at and the state file carry them between calls) and sleep are the real
+    ones on a node; the unit tests pass a fake clock.
+    """
+
+    def __init__(self, params, clock=time.time, sleep=time.sleep):
         self.options = _Options(params)
+        self.clock = clock
+        self.sleep = sleep
 
     def wait(self):
         """Return the result when ready or out of max_wait; raise WaitError on failure."""
         options = self.options
-        call_start = time.time()
+        call_start = self.clock()
         state = _load_state(options, call_start)
         _save_state(options, state)
         saved_at = call_start
         while True:
-            now = time.time()
+            now = self.clock()
             out_of_time = bool(options.max_wait) and now - call_start >= options.max_wait
             outcome = self._poll(state, now, out_of_time)
             if outcome or out_of_time or now - saved_at >= _SAVE_EVERY:
@@ -340,7 +346,7 @@ class ReadinessWatch:
                 saved_at = now
             if outcome or out_of_time:
                 return self._finish(state, now, outcome)
-            time.sleep(options.poll_interval)
+            self.sleep(options.poll_interval)
 
     def _poll(self, state, now, last_look):
         """One look at everything; return None to keep waiting, or the outcome tuple."""
@@ -408,9 +414,9 @@ class ReadinessWatch:
         return result
 
 
-def wait_until_ready(params):
+def wait_until_ready(params, clock=time.time, sleep=time.sleep):
     """Module entry point: the result dict, or WaitError (bad options or a failed launch)."""
-    return ReadinessWatch(params).wait()
+    return ReadinessWatch(params, clock, sleep).wait()
 
 
 # ---------------------------------------------------------------- results

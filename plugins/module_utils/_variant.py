@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import re
 
+from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
+
 DEFAULT_BETWEEN = 'dp'
 OVERRIDE_VARIABLE = 'sglang_worker_allow_missing_levers'
 
@@ -33,12 +35,8 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class VariantError(ValueError):
+class VariantError(InferaServingError):
     """Bad input: the message is one line naming the bad value and what is accepted."""
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.details = details
 
 
 # ---------------------------------------------------------------- concurrencies

@@ -186,19 +186,13 @@ health:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.infera.serving.plugins.module_utils._container_status import (
-    ARGUMENT_SPEC,
-    ContainerStatusError,
-    container_status,
-)
+from ansible_collections.infera.serving.plugins.module_utils._container_status import ARGUMENT_SPEC, container_status
+from ansible_collections.infera.serving.plugins.module_utils._errors import run_or_fail
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = container_status(module.params)
-    except ContainerStatusError as error:
-        module.fail_json(msg=str(error))
+    result = run_or_fail(module, container_status)
     module.exit_json(changed=False, **result)
 
 

@@ -238,20 +238,14 @@ node:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.infera.serving.plugins.module_utils._preflight import (
-    ARGUMENT_SPEC,
-    PreflightError,
-    run_preflight,
-)
+from ansible_collections.infera.serving.plugins.module_utils._errors import run_or_fail
+from ansible_collections.infera.serving.plugins.module_utils._preflight import ARGUMENT_SPEC, run_preflight
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
 
-    try:
-        result = run_preflight(module.params)
-    except PreflightError as error:
-        module.fail_json(msg=str(error))
+    result = run_or_fail(module, run_preflight)
     module.exit_json(changed=False, **result)
 
 

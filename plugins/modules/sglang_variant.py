@@ -193,16 +193,14 @@ missing_levers:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.infera.serving.plugins.module_utils._variant import ARGUMENT_SPEC, VariantError, select
+from ansible_collections.infera.serving.plugins.module_utils._errors import run_or_fail
+from ansible_collections.infera.serving.plugins.module_utils._variant import ARGUMENT_SPEC, select
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
 
-    try:
-        result = select(module.params)
-    except VariantError as error:
-        module.fail_json(msg=str(error), **error.details)
+    result = run_or_fail(module, select)
 
     for warning in result.pop('warnings'):
         module.warn(warning)

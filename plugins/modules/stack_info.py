@@ -98,7 +98,7 @@ facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
+from ansible_collections.infera.serving.plugins.module_utils._errors import run_or_fail
 from ansible_collections.infera.serving.plugins.module_utils._stack import ARGUMENT_SPEC, describe, run_probe_here
 
 
@@ -107,11 +107,12 @@ def main():
     if module.params['container']:
         module.fail_json(msg='container is handled by the action plugin on the controller; call the module as '
                              'infera.serving.stack_info')
-    try:
+
+    def probe(params):
         facts = run_probe_here(module.run_command)
-        stack = describe(facts, module.params['deadline'])
-    except WaitError as error:
-        module.fail_json(msg='%s: stage stack: %s' % (module.params['node'], error))
+        return facts, describe(facts, params['deadline'])
+
+    facts, stack = run_or_fail(module, probe, context='%s: stage stack' % module.params['node'])
     module.exit_json(changed=False, stack=stack, facts=facts)
 
 

@@ -37,6 +37,9 @@ class SlicedWaitAction(ActionBase):
     TRANSFERS_FILES = False
     MODULE = None
     ARGUMENT_SPEC = {}
+    # The controller's clock and sleep; the unit tests set a fake clock's instead.
+    _clock = staticmethod(time.monotonic)
+    _sleep = staticmethod(time.sleep)
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -99,10 +102,10 @@ class SlicedWaitAction(ActionBase):
 
     def _wait_in_slices(self, module_args, params, host, task_vars):
         total = self._total(params)
-        begin = time.monotonic()
+        begin = self._clock()
         lost_in_a_row = 0
         while True:
-            module_args['max_wait'] = self._slice_length(params['progress_interval'], total, begin)
+            module_args['max_wait'] = self._slice_length(params['progress_interval'], total, self._clock() - begin)
             outcome = self._run_slice(module_args, task_vars)
             if outcome.get('unreachable'):
                 lost_in_a_row += 1
@@ -117,15 +120,15 @@ class SlicedWaitAction(ActionBase):
             if outcome.get('failed') or self._is_last(outcome):
                 return outcome
             self._after_slice(outcome, module_args, params, host)
-            if total and time.monotonic() - begin >= total:
+            if total and self._clock() - begin >= total:
                 return outcome
 
     @staticmethod
-    def _slice_length(interval, total, begin):
+    def _slice_length(interval, total, elapsed):
         if not total:
             return interval
         # At least one second, so the last slice still takes a real look.
-        return max(min(interval, total - (time.monotonic() - begin)), 1)
+        return max(min(interval, total - elapsed), 1)
 
     def _run_slice(self, module_args, task_vars):
         try:
@@ -134,7 +137,7 @@ class SlicedWaitAction(ActionBase):
             return {'unreachable': True, 'msg': to_text(error)}
 
     def _reconnect(self, delay):
-        time.sleep(delay)
+        self._sleep(delay)
         try:
             self._connection.reset()
         except AnsibleConnectionFailure:

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
 
-class SweepResultsError(ValueError):
+
+class SweepResultsError(InferaServingError):
     """A results folder, manifest or targets file that cannot be read or written; the message names the file and the cause."""

@@ -7,9 +7,11 @@ The collection root is the repository root, so a symlink under the ignored .buil
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import jinja2
 import pytest
@@ -93,3 +95,71 @@ def recipe():
 def render_recipe():
     """load_recipe, for a test that renders the recipe with variables of its own."""
     return load_recipe
+
+
+class FakeClock:
+    """The clock the unit tests of the waits run on: time passes only when the code under test sleeps.
+
+    time() and monotonic() read it (from 0); sleep(seconds) moves it on, then does what the test planned for that
+    moment: after() a delay (a log line appears, a file grows, a status changes), when() a condition holds. A wait
+    polls the same number of times and sees the same things happen between its polls on any machine, however
+    loaded. Work the code under test hands to the background (a health check) runs at once, in no time.
+    """
+
+    # A wait still going after this many fake seconds, or this many sleeps, never ends: fail it instead of spinning.
+    LIMIT = 10000.0
+    MAX_SLEEPS = 100000
+
+    def __init__(self):
+        self.now = 0.0
+        self.slept = []
+        self._plans = []
+        self._order = itertools.count()
+
+    def time(self):
+        return self.now
+
+    monotonic = time
+
+    def sleep(self, seconds):
+        assert seconds >= 0, 'slept %r seconds' % seconds
+        self.slept.append(seconds)
+        # Rounded, so that twenty sleeps of 0.05 s make exactly 1 s, as a deadline compared with >= expects; but a
+        # sleep until a moment the code worked out (0.30000000000000004) gets there, however short.
+        rounded = round(self.now + seconds, 9)
+        self.now = rounded if rounded > self.now or not seconds else self.now + seconds
+        if self.now > self.LIMIT or len(self.slept) > self.MAX_SLEEPS:
+            raise AssertionError('the wait slept %d times, to %g fake seconds: it would never end' % (len(self.slept), self.now))
+        self._run_due()
+
+    def after(self, seconds, action):
+        """Do action once seconds have passed from now, at the end of the sleep that gets there."""
+        due = round(self.now + seconds, 9)
+        self._plan(due, lambda: self.now >= due, action)
+
+    def when(self, condition, action):
+        """Do action at the end of the first sleep after which condition() holds."""
+        self._plan(self.now, condition, action)
+
+    def in_background(self, work):
+        """Run work at once and return it as a thread that has already finished."""
+        work()
+        return SimpleNamespace(is_alive=lambda: False, join=lambda timeout=None: None)
+
+    def _plan(self, due, condition, action):
+        self._plans.append((due, next(self._order), condition, action))
+
+    def _run_due(self):
+        # Earliest first; what one action does (a status that changes) may make another plan due in the same sleep.
+        while True:
+            due = [plan for plan in sorted(self._plans, key=lambda plan: plan[:2]) if plan[2]()]
+            if not due:
+                return
+            self._plans.remove(due[0])
+            due[0][3]()
+
+
+@pytest.fixture
+def clock():
+    """A FakeClock for a wait under test: pass clock.time (or monotonic) and clock.sleep."""
+    return FakeClock()

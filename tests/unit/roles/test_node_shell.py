@@ -3,10 +3,10 @@ the worker's launch, the router's start and a sweep point's client all start thr
 worker's and the router's stop through infera_stop_and_watch and infera_watch_gone."""
 
 import os
+import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,12 +16,26 @@ REPO = Path(__file__).resolve().parents[3]
 SHELL = yaml.safe_load((REPO / "roles" / "infera" / "vars" / "main.yml").read_text())
 
 
-def wait_for(path, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, "%s never appeared" % path
-        time.sleep(0.02)
-    return path.read_text()
+def fifo(path):
+    """path made a FIFO: a detached script writing there waits for the test to read it, which it does without polling."""
+    os.mkfifo(path)
+    return path
+
+
+def read_written(path, timeout=10.0):
+    """All a detached script writes into the FIFO path, once it has closed it; timeout bounds a script that never runs."""
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    chunks = []
+    try:
+        while True:
+            # Until a writer opens it, a FIFO is not readable: no EOF before the script runs.
+            assert select.select([reader], [], [], timeout)[0], "nothing wrote %s" % path
+            chunk = os.read(reader, 4096)
+            if not chunk:
+                return b"".join(chunks).decode()
+            chunks.append(chunk)
+    finally:
+        os.close(reader)
 
 
 def start(script, mode, *args, stdin=None):
@@ -39,10 +53,10 @@ def test_write_replaces_the_script_by_a_rename_and_runs_it_with_the_args(tmp_pat
     script = tmp_path / "engine.sh"
     script.write_text("echo old >\"$(dirname \"$0\")/ran\"\n")
     before = script.stat().st_ino
-    done = tmp_path / "ran"
+    done = fifo(tmp_path / "ran")
     result = start(script, "write", "a b", "c", stdin='printf "%s|" "$@" > "$(dirname "$0")/ran"\n')
     assert result.returncode == 0, result.stderr
-    assert wait_for(done) == "a b|c|"
+    assert read_written(done) == "a b|c|"
     assert script.read_text().startswith("printf")
     assert script.stat().st_ino != before  # a new file renamed over the old one: a reader never sees half a script
     assert oct(script.stat().st_mode & 0o777) == "0o644"
@@ -53,20 +67,28 @@ def test_keep_leaves_the_script_alone_and_reads_no_stdin(tmp_path):
     script = tmp_path / "router.sh"
     script.write_text('echo kept > "$(dirname "$0")/ran"\n')
     before = script.stat()
+    done = fifo(tmp_path / "ran")
     result = start(script, "keep", stdin="echo replaced\n")
     assert result.returncode == 0, result.stderr
-    assert wait_for(tmp_path / "ran") == "kept\n"
+    assert read_written(done) == "kept\n"
     assert script.read_text() == 'echo kept > "$(dirname "$0")/ran"\n'
     assert script.stat().st_ino == before.st_ino
 
 
 def test_the_call_returns_while_the_script_still_runs(tmp_path):
     script = tmp_path / "bench.sh"
-    began = time.monotonic()
-    result = start(script, "write", stdin='sleep 3; touch "$(dirname "$0")/ran"\n')
+    # The script cannot get past reading a line from "go" until the test writes one there, after the call returned.
+    go = fifo(tmp_path / "go")
+    done = fifo(tmp_path / "ran")
+    result = start(script, "write", stdin='read line <"$(dirname "$0")/go"; echo "$line" >"$(dirname "$0")/ran"\n')
     assert result.returncode == 0, result.stderr
-    assert time.monotonic() - began < 2.0
-    assert not (tmp_path / "ran").exists()
+    # Opened for reading and writing, a FIFO opens at once and keeps the line until the script reads it.
+    line = os.open(go, os.O_RDWR)
+    try:
+        os.write(line, b"written after the call returned\n")
+        assert read_written(done) == "written after the call returned\n"
+    finally:
+        os.close(line)
 
 
 def test_a_full_folder_exits_3_and_keeps_the_old_script(tmp_path):
@@ -87,10 +109,21 @@ def stop(*patterns, snippet="infera_stop_and_watch"):
                           capture_output=True, text=True, timeout=15, check=False)
 
 
-def sleeper(marker, seconds):
-    # The roles' patterns are anchored at the command's start (^python -m infera[.]server ...), so the shell that
-    # runs the snippet, whose own argv holds the patterns, never matches them: these are anchored the same way.
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(%s)" % seconds, marker])
+def process(marker, stdin=subprocess.PIPE, stdout=None):
+    """A process that runs until a signal ends it or its stdin reaches EOF (a pipe from the test, by default).
+
+    The roles' patterns are anchored at the command's start (^python -m infera[.]server ...), so the shell that runs
+    the snippet, whose own argv holds the patterns, never matches them: these are anchored the same way.
+    """
+    return subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", marker], stdin=stdin, stdout=stdout)
+
+
+def end(*procs):
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+        if proc.stdin:
+            proc.stdin.close()
 
 
 def anchored(marker):
@@ -99,36 +132,34 @@ def anchored(marker):
 
 def test_stop_signals_the_first_pattern_and_waits_for_the_second():
     marker = "infera-shell-test-%d" % os.getpid()
-    wrapper = sleeper(marker + "-wrapper", 30)
-    engine = sleeper(marker + "-engine", 1.5)  # not signalled: exits on its own, and the watch waits for it
+    # The engine is not signalled: it exits on its own once the wrapper is gone (EOF on the pipe the wrapper holds),
+    # after the stop signalled the wrapper, and the watch waits for it.
+    engine_end, wrapper_end = os.pipe()
+    wrapper = process(marker + "-wrapper", stdout=wrapper_end)
+    engine = process(marker + "-engine", stdin=engine_end)
+    os.close(wrapper_end)
+    os.close(engine_end)
     try:
-        time.sleep(0.3)
-        began = time.monotonic()
         result = stop(anchored(marker + "-wrapper"), anchored(marker + "-(wrapper|engine)"))
-        took = time.monotonic() - began
         assert result.returncode == 0, (result.stdout, result.stderr)
         assert result.stdout.split() == ["sent"]
         assert wrapper.wait(timeout=5) == -signal.SIGTERM
+        # The watch returned once the engine had exited, not before (exit 0 rather than 1 after its 5 s).
         assert engine.poll() == 0
-        assert 0.5 < took < 4.0  # it waited for the engine, and no longer
     finally:
-        for proc in (wrapper, engine):
-            proc.kill()
-            proc.wait()
+        end(wrapper, engine)
 
 
 def test_stop_still_running_after_5_s_exits_1():
     marker = "infera-shell-slow-%d" % os.getpid()
-    engine = sleeper(marker, 30)
+    engine = process(marker)
     try:
-        time.sleep(0.3)
         result = stop(anchored("no-such-process"), anchored(marker))
         assert result.returncode == 1
         assert "sent" not in result.stdout
         assert engine.poll() is None
     finally:
-        engine.kill()
-        engine.wait()
+        end(engine)
 
 
 def test_stop_with_nothing_to_signal_says_nothing_sent():
@@ -140,12 +171,10 @@ def test_stop_with_nothing_to_signal_says_nothing_sent():
 
 def test_watch_gone_reports_the_pids_still_running():
     marker = "infera-shell-watch-%d" % os.getpid()
-    proc = sleeper(marker, 30)
+    proc = process(marker)
     try:
-        time.sleep(0.3)
         result = stop(anchored(marker), snippet="infera_watch_gone")
         assert result.returncode == 1
         assert str(proc.pid) in result.stdout.split()
     finally:
-        proc.kill()
-        proc.wait()
+        end(proc)

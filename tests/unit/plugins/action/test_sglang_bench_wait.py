@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
-import time
 from unittest import mock
 
 import pytest
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 
 from ansible_collections.infera.serving.plugins.action import sglang_bench_wait as action_plugin
+from ansible_collections.infera.serving.plugins.module_utils import _bench_wait
 from ansible_collections.infera.serving.plugins.modules import sglang_bench_wait as bench_module
 from ansible_collections.infera.serving.plugins.plugin_utils import _sliced_wait
 
@@ -24,8 +24,12 @@ ALIVE = {'checked': True, 'alive': True, 'failures': 0, 'last': 200}
 FIXTURE = os.path.join(os.path.dirname(__file__), '..', 'module_utils', 'data', 'bench-c4.log')
 
 
-def make_action(args):
-    return harness.make_action(action_plugin, 'infera.serving.sglang_bench_wait', args)
+def make_action(args, clock=None):
+    """The action for a task with args; with clock (a FakeClock), the controller's time is that clock's."""
+    action = harness.make_action(action_plugin, 'infera.serving.sglang_bench_wait', args)
+    if clock is not None:
+        action._clock, action._sleep = clock.monotonic, clock.sleep
+    return action
 
 
 def running(completed, elapsed, bar_elapsed=None, offset=0):
@@ -123,42 +127,40 @@ def test_bad_options_fail_on_the_controller(shown, args, expected):
     execute.assert_not_called()
 
 
-def test_real_module_slices_follow_a_growing_bench_log(shown, tmp_path):
-    """Slices of the real module against a bench log that grows for ~6 s: progress lines, then the point ends."""
+def test_real_module_slices_follow_a_growing_bench_log(shown, tmp_path, clock, monkeypatch):
+    """Slices of the real module, on one fake clock with the controller, against a bench log that grows for 6.5 s:
+    progress lines, then the point ends."""
     with open(FIXTURE, 'rb') as handle:
         data = handle.read()
     log, exit_file = tmp_path / 'bench-c4.log', tmp_path / 'mix_c4.exit'
-    cuts = [data.index(b'Starting warmup'), data.index(b'\r 25%'), data.index(b'\r 62%'), len(data)]
+    cuts = [data.index(b'Starting warmup'), data.index(b'\r 25%'), data.index(b'\r 62%')]
 
-    def client():
-        # Each part of the log stays until two more progress lines were shown (the second one's slice read the log
-        # after this write), so every part is seen however a loaded machine stretches the slices.
-        for cut in cuts[:-1]:
-            log.write_bytes(data[:cut])
-            shown_before, deadline = len(lines(shown)), time.monotonic() + 60
-            while len(lines(shown)) < shown_before + 2 and time.monotonic() < deadline:
-                time.sleep(0.02)
+    def client_finishes():
         log.write_bytes(data)
         exit_file.write_text('0\n')
+
+    # Each part of the log stays for two slices of 1 s; the client exits half way through the seventh.
+    log.write_bytes(data[:cuts[0]])
+    clock.after(2, functools.partial(log.write_bytes, data[:cuts[1]]))
+    clock.after(4, functools.partial(log.write_bytes, data[:cuts[2]]))
+    clock.after(6.5, client_finishes)
+    monkeypatch.setattr(bench_module, 'wait_for_point', functools.partial(
+        _bench_wait.wait_for_point, clock=clock.time, sleep=clock.sleep, in_background=clock.in_background))
 
     def execute_on_node(module_name, module_args, task_vars):
         kind, result, _warnings = run_module(bench_module.main, dict(module_args, poll_interval=0.05))
         return result if kind == 'exit' else dict(result, failed=True)
 
     action = make_action({'exit_file': str(exit_file), 'log_path': str(log), 'conc': 4, 'label': 'point 1/1 c4 nodp',
-                          'progress_interval': 1})
-    writer = threading.Thread(target=client, daemon=True)
-    writer.start()
-    started = time.monotonic()
+                          'progress_interval': 1}, clock=clock)
     with mock.patch.object(action, '_execute_module', side_effect=execute_on_node):
         result = action.run(task_vars=TASK_VARS)
-    waited = time.monotonic() - started
-    writer.join()
     assert result['finished'] is True and result['rc'] == 0
     assert result['progress']['stage'] == 'results'
     shown_lines = lines(shown)
-    # One line a progress interval (1 s), however long a loaded machine made the wait take.
-    assert 6 <= len(shown_lines) <= int(waited) + 2
+    # One line a progress interval (1 s): after each of the six slices before the point ended.
+    assert clock.now == 6.5
+    assert len(shown_lines) == 6
     assert all(line.startswith('node1: point 1/1 c4 nodp: ') for line in shown_lines)
     completed = [int(line.split(' main ')[1].split('/')[0]) for line in shown_lines if ' main ' in line]
     assert completed == sorted(completed) and completed[-1] > completed[0]

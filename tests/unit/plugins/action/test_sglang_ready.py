@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import threading
-import time
+import functools
 from unittest import mock
 
 import pytest
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 
 from ansible_collections.infera.serving.plugins.action import sglang_ready as action_plugin
+from ansible_collections.infera.serving.plugins.module_utils import _readiness
 from ansible_collections.infera.serving.plugins.modules import sglang_ready as ready_module
 from ansible_collections.infera.serving.plugins.plugin_utils import _sliced_wait
 
@@ -20,8 +20,12 @@ from . import harness
 TASK_VARS = {'inventory_hostname': 'node1'}
 
 
-def make_action(args, check_mode=False):
-    return harness.make_action(action_plugin, 'infera.serving.sglang_ready', args, check_mode)
+def make_action(args, check_mode=False, clock=None):
+    """The action for a task with args; with clock (a FakeClock), the controller's time is that clock's."""
+    action = harness.make_action(action_plugin, 'infera.serving.sglang_ready', args, check_mode)
+    if clock is not None:
+        action._clock, action._sleep = clock.monotonic, clock.sleep
+    return action
 
 
 def progress(phase, done=0, total=0, bs=None, elapsed=0.0, log_bytes=0):
@@ -128,11 +132,11 @@ def test_module_failure_is_returned_as_is(shown):
     assert result['msg'] == 'SGLang engine on node1 failed ...'
 
 
-def test_overall_max_wait_returns_not_ready(shown):
-    action = make_action({'log_path': '/l/engine.log', 'max_wait': 0.05})
+def test_overall_max_wait_returns_not_ready(shown, clock):
+    action = make_action({'log_path': '/l/engine.log', 'max_wait': 0.05}, clock=clock)
 
     def slow_slice(**_kwargs):
-        time.sleep(0.03)
+        clock.sleep(0.03)  # the slice takes 0.03 s of the controller's clock
         return progress('capturing_cuda_graph', 1, 20, 128)
 
     with mock.patch.object(action, '_execute_module', side_effect=slow_slice) as execute:
@@ -167,35 +171,35 @@ def test_bad_options_fail_on_the_controller(shown, args, expected):
     execute.assert_not_called()
 
 
-def test_real_module_slices_share_the_state_file(shown, tmp_path):
-    """Slices of the real module against a log that grows for ~2.5 s: progress lines, then ready."""
+def test_real_module_slices_share_the_state_file(shown, tmp_path, clock, monkeypatch):
+    """Slices of the real module, on one fake clock with the controller, against a log that grows for 2.7 s:
+    progress lines, then ready."""
     log = tmp_path / 'engine.log'
     steps = ['Load weight begin', 'Load weight end. elapsed=1.0 s', 'Capture cuda graph begin'] + [
         'Capturing batches (bs=%d avail_mem=9GB): %d/4' % (bs, k) for k, bs in enumerate((8, 4, 2, 1), 1)] + [
         'Capture cuda graph end', 'The server is fired up and ready to roll!']
 
-    def engine():
-        for step in steps:
-            time.sleep(0.3)
-            with open(log, 'a') as handle:
-                handle.write(step + '\n')
+    def engine_logs(step):
+        with open(log, 'a') as handle:
+            handle.write(step + '\n')
+
+    for number, step in enumerate(steps, 1):
+        clock.after(0.3 * number, functools.partial(engine_logs, step))
+    monkeypatch.setattr(ready_module, 'wait_until_ready',
+                        functools.partial(_readiness.wait_until_ready, clock=clock.time, sleep=clock.sleep))
 
     def execute_on_node(module_name, module_args, task_vars):
         kind, result, _warnings = run_module(ready_module.main, dict(module_args, poll_interval=0.05))
         return result if kind == 'exit' else dict(result, failed=True)
 
-    action = make_action({'log_path': str(log), 'progress_interval': 1})
-    writer = threading.Thread(target=engine, daemon=True)
-    writer.start()
-    started = time.monotonic()
+    action = make_action({'log_path': str(log), 'progress_interval': 1}, clock=clock)
     with mock.patch.object(action, '_execute_module', side_effect=execute_on_node):
         result = action.run(task_vars=TASK_VARS)
-    waited = time.monotonic() - started
-    writer.join()
     assert result['ready'] is True
     assert list(result['phases'])[-1] == 'ready'
     shown_lines = lines(shown)
-    # One line a progress interval (1 s), however long a loaded machine made the wait take.
-    assert 2 <= len(shown_lines) <= int(waited) + 2
+    # One line a progress interval (1 s): after the first and the second slice; the third is ready at 2.7 s.
+    assert clock.now == 2.7
+    assert len(shown_lines) == 2
     assert all(line.startswith('node1: ') for line in shown_lines)
     assert any('capturing_cuda_graph graph' in line for line in shown_lines)

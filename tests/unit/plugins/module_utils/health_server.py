@@ -79,13 +79,15 @@ class LocalServer:
 class HealthServer(LocalServer):
     """Serves /health with `status` and /v1/workers listing `workers` (both changeable while running).
 
-    With `statuses`, /health answers those in turn first, one per request, then `status`.
+    With `statuses`, /health answers those in turn first, one per request, then `status`. With `answer_when` (a
+    threading.Event), /health answers only once it is set.
     """
 
-    def __init__(self, status=200, workers=(), statuses=()):
+    def __init__(self, status=200, workers=(), statuses=(), answer_when=None):
         super().__init__()
         self.status = status
         self.statuses = list(statuses)
+        self.answer_when = answer_when
         self.workers = list(workers)
         self.url = 'http://%s/health' % self.address
         self.workers_url = 'http://%s/v1/workers' % self.address
@@ -96,6 +98,8 @@ class HealthServer(LocalServer):
 
     def answer(self, path):
         if path == '/health':
+            if self.answer_when is not None:
+                self.answer_when.wait()
             return (self.statuses.pop(0) if self.statuses else self.status), b''
         if path == '/v1/workers':
             return 200, json.dumps({'workers': [

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _container_status, _preflight
+from ansible_collections.infera.serving.plugins.module_utils import _container_status, _procs
 from ansible_collections.infera.serving.plugins.module_utils._container_status import (
     ARGUMENT_SPEC,
     ContainerStatusError,
@@ -32,13 +32,12 @@ ENGINE_ARGS = ['/usr/bin/python3', '-m', 'sglang.launch_server', '--model-path',
 
 
 class FakeProc:
-    """/proc/<pid>/{cmdline,status,ns/pid} under tmp_path, pointed at by both modules' PROC."""
+    """/proc/<pid>/{cmdline,status,ns/pid} under tmp_path, pointed at by _procs.PROC."""
 
     def __init__(self, root, monkeypatch):
         self.root = root
         root.mkdir()
-        monkeypatch.setattr(_container_status, 'PROC', str(root))
-        monkeypatch.setattr(_preflight, 'PROC', str(root))
+        monkeypatch.setattr(_procs, 'PROC', str(root))
 
     def process(self, pid, args, namespace, inner_pid=None):
         base = self.root / str(pid)

@@ -15,16 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _preflight
-from ansible_collections.infera.serving.plugins.module_utils._preflight import (
-    ARGUMENT_SPEC,
-    PreflightError,
-    listening_ports,
-    parse_amd_smi,
-    parse_rocm_smi,
-    registry_host,
-    run_preflight,
-)
+from ansible_collections.infera.serving.plugins.module_utils import _gpu_smi, _preflight, _procs
+from ansible_collections.infera.serving.plugins.module_utils._gpu_smi import parse_amd_smi, parse_rocm_smi
+from ansible_collections.infera.serving.plugins.module_utils._preflight import ARGUMENT_SPEC, PreflightError, run_preflight
+from ansible_collections.infera.serving.plugins.module_utils._procs import listening_ports
+from ansible_collections.infera.serving.plugins.module_utils._registry import registry_host
 
 from .health_server import LocalServer
 
@@ -115,9 +110,9 @@ class FakeNode:
         for index in range(8):
             (self.dev / 'dri' / ('renderD%d' % (128 + index))).touch()
         self.process(1, 'sleep infinity', namespace=HOST_NAMESPACE)
-        monkeypatch.setattr(_preflight, 'PROC', str(self.proc))
+        monkeypatch.setattr(_procs, 'PROC', str(self.proc))
         monkeypatch.setattr(_preflight, 'DEV', str(self.dev))
-        monkeypatch.setattr(_preflight, 'ROCM_BIN', str(self.rocm))
+        monkeypatch.setattr(_gpu_smi, 'ROCM_BIN', str(self.rocm))
         monkeypatch.setenv('PATH', str(self.bin))
         self.tool('amd-smi', (DATA / 'amd-smi-rocm7-metric-mem-usage.json').read_text())
 
@@ -275,14 +270,14 @@ def test_listening_ports_reads_listen_sockets_only():
 
 def test_a_real_listening_socket_is_found_with_its_holder_in_the_real_proc(monkeypatch):
     """This test process listens on a port; the real /proc names it as the holder."""
-    monkeypatch.setattr(_preflight, 'PROC', '/proc')
+    monkeypatch.setattr(_procs, 'PROC', '/proc')
     with socket.socket() as listener:
         listener.bind(('127.0.0.1', 0))
         listener.listen(1)
         port = listener.getsockname()[1]
-        inodes = _preflight.node_listening_ports()[port]
-        assert _preflight.ProcessTable().holders_of(inodes) == [os.getpid()]
-        assert 'python' in _preflight.command_line(os.getpid())
+        inodes = _procs.node_listening_ports()[port]
+        assert _procs.ProcessTable().holders_of(inodes) == [os.getpid()]
+        assert 'python' in _procs.command_line(os.getpid())
 
 
 # ---------------------------------------------------------------- all pass, and every check runs
@@ -439,7 +434,7 @@ def test_unreadable_processes_are_counted_in_the_message(node, docker, monkeypat
             raise PermissionError(13, 'Permission denied')
         return real_listdir(path)
 
-    monkeypatch.setattr(_preflight.os, 'listdir', listdir)
+    monkeypatch.setattr(_procs.os, 'listdir', listdir)
     message, = failures(run_preflight(node.params(docker)), 'gpus')
     assert 'no process this user can see (1 process(es) unreadable: run the preflight as root, become: true)' in message
 
@@ -581,7 +576,7 @@ def test_every_tool_failing_is_named(node, docker):
 
 
 def test_a_hanging_tool_is_cut_off(node, docker, monkeypatch):
-    monkeypatch.setattr(_preflight, 'SMI_TIMEOUT', 0.5)
+    monkeypatch.setattr(_gpu_smi, 'SMI_TIMEOUT', 0.5)
     hang = node.bin / 'amd-smi'
     hang.write_text('#!/bin/sh\nexec /bin/sleep 30\n')
     message, = failures(run_preflight(node.params(docker)), 'gpus')
@@ -709,6 +704,15 @@ def test_a_container_sharing_the_node_pid_namespace_makes_nothing_ours(node, doc
 
 # ---------------------------------------------------------------- etcd
 
+@pytest.fixture
+def etcd_clock(monkeypatch):
+    """The etcd check's clock and sleep, injected: each wait advances the clock, whatever the machine's load."""
+    now = [0.0]
+    monkeypatch.setattr(_preflight, 'CLOCK', lambda: now[0])
+    monkeypatch.setattr(_preflight, 'SLEEP', lambda seconds: now.__setitem__(0, now[0] + seconds))
+    return now
+
+
 def test_a_healthy_etcd_is_asked_without_the_environment_proxy(node, docker, monkeypatch):
     monkeypatch.setenv('http_proxy', 'http://127.0.0.1:9')
     with HttpServer(body={'health': 'true', 'reason': ''}) as etcd:
@@ -718,10 +722,7 @@ def test_a_healthy_etcd_is_asked_without_the_environment_proxy(node, docker, mon
     assert result['details']['etcd']['answer'] == {'health': 'true', 'reason': ''}
 
 
-def test_an_unhealthy_etcd_is_asked_again_for_etcd_wait_then_shows_its_answer(node, docker, monkeypatch):
-    now = [0.0]  # an injected clock: each wait advances it, whatever the machine's load
-    monkeypatch.setattr(_preflight, 'CLOCK', lambda: now[0])
-    monkeypatch.setattr(_preflight, 'SLEEP', lambda seconds: now.__setitem__(0, now[0] + seconds))
+def test_an_unhealthy_etcd_is_asked_again_for_etcd_wait_then_shows_its_answer(node, docker, etcd_clock):
     with HttpServer(status=503, body={'health': 'false', 'reason': 'RAFT NO LEADER'}) as etcd:
         result = run_preflight(node.params(docker, etcd_endpoint='http://%s' % etcd.address, etcd_wait=1.2))
     message, = failures(result, 'etcd')
@@ -746,7 +747,7 @@ class _EtcdBusyAtFirst(HttpServer):
         return super().answer(path)
 
 
-def test_an_etcd_unhealthy_for_a_moment_passes(node, docker):
+def test_an_etcd_unhealthy_for_a_moment_passes(node, docker, etcd_clock):
     # What the CI's shared etcd did under load: one 503 while the molecule scenario's second run preflighted.
     with _EtcdBusyAtFirst(busy=2) as etcd:
         result = run_preflight(node.params(docker, etcd_endpoint='http://%s' % etcd.address))
@@ -755,7 +756,7 @@ def test_an_etcd_unhealthy_for_a_moment_passes(node, docker):
                                          'answer': {'health': 'true'}, 'asked': 3}
 
 
-def test_etcd_wait_0_asks_once(node, docker):
+def test_etcd_wait_0_asks_once(node, docker, etcd_clock):
     with _EtcdBusyAtFirst(busy=1) as etcd:
         result = run_preflight(node.params(docker, etcd_endpoint='http://%s' % etcd.address, etcd_wait=0))
     assert len(failures(result, 'etcd')) == 1

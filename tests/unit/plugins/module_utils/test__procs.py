@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 from ansible_collections.infera.serving.plugins.module_utils import _procs
@@ -16,13 +15,13 @@ from ansible_collections.infera.serving.plugins.module_utils._procs import find_
 from .processes import BenchProcess
 
 
-def test_stop_escalates_to_sigkill_when_sigterm_is_ignored():
+def test_stop_escalates_to_sigkill_when_sigterm_is_ignored(clock):
     with BenchProcess(ignore_sigterm=True) as bench:
         assert find_processes(bench.mark) == [bench.pid]
-        started = time.time()
-        assert stop_processes(bench.mark, grace=0.3) == ([bench.pid], [])
+        assert stop_processes(bench.mark, grace=0.3, clock=clock.time, sleep=clock.sleep) == ([bench.pid], [])
         assert bench.ended_by() == signal.SIGKILL
-        assert time.time() - started < 10
+    # It waited out the grace, and no longer.
+    assert clock.now == 0.3
 
 
 def test_find_processes_never_returns_this_process():
@@ -41,14 +40,16 @@ def test_find_processes_never_returns_an_ancestor(monkeypatch):
 
 def test_a_match_may_span_arguments_and_undecodable_bytes_are_no_obstacle():
     mark = 'bench-wait-test-%s' % uuid.uuid4().hex
-    body = 'import time\nprint("ready", flush=True)\ntime.sleep(60)\n'
-    process = subprocess.Popen([sys.executable, '-c', body, b'\xff\xfe', '--output-file', mark], stdout=subprocess.PIPE)
+    body = 'import sys\nprint("ready", flush=True)\nsys.stdin.read()\n'
+    process = subprocess.Popen([sys.executable, '-c', body, b'\xff\xfe', '--output-file', mark],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         process.stdout.readline()
         assert find_processes('--output-file %s' % mark) == [process.pid]
     finally:
         process.kill()
         process.wait()
+        process.stdin.close()
         process.stdout.close()
 
 
@@ -68,18 +69,32 @@ def test_a_pid_already_gone_or_not_ours_does_not_stop_the_others(monkeypatch):
         assert bench.ended_by() == signal.SIGTERM
 
 
-def test_stop_lets_a_client_finish_on_sigterm_before_any_sigkill():
-    body = ('import signal, sys, time\n'
-            'signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.3), sys.exit(3)))\n'
-            'print("ready", flush=True)\ntime.sleep(60)\n')
+def test_stop_lets_a_client_finish_on_sigterm_before_any_sigkill(clock):
+    # On SIGTERM the client finishes its work (a line on its stdin says it is done), then exits 3.
+    body = ('import signal, sys\n'
+            'signal.signal(signal.SIGTERM, lambda *_: (sys.stdin.readline(), sys.exit(3)))\n'
+            'print("ready", flush=True)\nsignal.pause()\n')
     mark = 'bench-wait-test-%s' % uuid.uuid4().hex
-    process = subprocess.Popen([sys.executable, '-c', body, mark], stdout=subprocess.PIPE)
+    process = subprocess.Popen([sys.executable, '-c', body, mark], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def work_done():
+        process.stdin.write(b'done\n')
+        process.stdin.flush()
+        process.wait(timeout=10)
+
     try:
         process.stdout.readline()
-        assert stop_processes(mark, grace=5) == ([process.pid], [])
+        clock.after(0.3, work_done)
+        assert stop_processes(mark, grace=5, clock=clock.time, sleep=clock.sleep) == ([process.pid], [])
         assert process.wait(timeout=10) == 3
     finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdin.close()
         process.stdout.close()
+    # The stop waited for the client to finish, and no longer.
+    assert clock.now == 0.3
 
 
 def test_a_zombie_is_not_alive_and_a_running_process_is():

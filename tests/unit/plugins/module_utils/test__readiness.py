@@ -1,17 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Readiness waiting against real files, a real writer thread and a real local health server."""
+"""Readiness waiting against real files and a real local health server, on a fake clock: the engine's log lines,
+exit files and health answers come between the wait's polls, at the fake times the test plans."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _readiness
+from ansible_collections.infera.serving.plugins.module_utils import _node_files, _readiness
 from ansible_collections.infera.serving.plugins.module_utils._errors import WaitError
 from ansible_collections.infera.serving.plugins.module_utils._readiness import (
     ARGUMENT_SPEC,
@@ -60,41 +59,47 @@ FATAL_LINES = {
 
 # ---------------------------------------------------------------- helpers
 
-class Writer(threading.Thread):
-    """Append (delay, text) items to a file from a thread, the way the engine writes its log.
-
-    With exit_file, write the exit code there afterwards, as the launch wrapper does.
-    """
-
-    def __init__(self, path, items, exit_file=None, exit_code=1):
-        super().__init__(daemon=True)
-        self.path = path
-        self.items = items
-        self.exit_file = exit_file
-        self.exit_code = exit_code
-        self.wrote_at = {}
-        self.stop = threading.Event()
-
-    def run(self):
-        for delay, text in self.items:
-            if self.stop.wait(delay):
-                return
-            with open(self.path, 'a') as handle:
-                handle.write(text)
-            self.wrote_at[text] = time.time()
-        if self.exit_file:
-            time.sleep(0.1)
-            with open(self.exit_file, 'w') as handle:
-                handle.write('%d\n' % self.exit_code)
-
-
 def lines(*texts, delay=0.02):
     return [(delay, text + '\n') for text in texts]
 
 
+def engine_writes(clock, path, items, exit_file=None, exit_code=1):
+    """Plan (delay, text) items, each delay after the one before, appended to path the way the engine writes its log.
+
+    With exit_file, the exit code is written there 0.1 s after the last, as the launch wrapper does. Returns
+    {text: when it was written}, filled in as the clock reaches each.
+    """
+    written = {}
+
+    def append(text):
+        with open(path, 'a') as handle:
+            handle.write(text)
+        written[text] = clock.now
+
+    at = 0.0
+    for delay, text in items:
+        at += delay
+        clock.after(at, lambda text=text: append(text))
+    if exit_file:
+        clock.after(at + 0.1, lambda: write_file(exit_file, '%d\n' % exit_code))
+    return written
+
+
+def write_file(path, text):
+    with open(path, 'w') as handle:
+        handle.write(text)
+
+
 @pytest.fixture
-def node(tmp_path):
-    """Paths of one launch on a fake node."""
+def clock(clock, monkeypatch):
+    # _node_files waits for the code in an exit file that has just appeared on the time module: on this clock too.
+    monkeypatch.setattr(_node_files, 'time', clock)
+    return clock
+
+
+@pytest.fixture
+def node(tmp_path, clock):
+    """Paths of one launch on a fake node, and the wait on the test's clock."""
     class Node:
         log = str(tmp_path / 'engine.log')
         exit_file = str(tmp_path / 'engine.exit')
@@ -104,7 +109,7 @@ def node(tmp_path):
         @staticmethod
         def params(**overrides):
             params = {name: spec.get('default') for name, spec in ARGUMENT_SPEC.items()}
-            params.update(log_path=Node.log, exit_file=Node.exit_file, poll_interval=0.05, node='node7',
+            params.update(log_path=Node.log, exit_file=Node.exit_file, poll_interval=0.1, node='node7',
                           stall_timeout=30, deadline=60)
             params.update(overrides)
             return params
@@ -114,13 +119,17 @@ def node(tmp_path):
             with open(Node.log, 'a') as handle:
                 handle.write(text)
 
+        @staticmethod
+        def wait(params):
+            return wait_until_ready(params, clock.time, clock.sleep)
+
+        @staticmethod
+        def failure(params):
+            with pytest.raises(WaitError) as error:
+                Node.wait(params)
+            return str(error.value), error.value.details
+
     return Node
-
-
-def failure(params):
-    with pytest.raises(WaitError) as error:
-        wait_until_ready(params)
-    return str(error.value), error.value.details
 
 
 # ---------------------------------------------------------------- ready
@@ -140,7 +149,7 @@ def test_log_bytes_count_a_line_written_between_the_stat_and_the_read(node, monk
         return info
     monkeypatch.setattr(_readiness.os, 'stat', stat_then_write)
     with HealthServer() as health:
-        result = wait_until_ready(node.params(health_url=health.url))
+        result = node.wait(node.params(health_url=health.url))
     assert result['ready'] is True
     assert result['log_tail'][-1].endswith(READY)
     assert result['log_bytes'] == os.path.getsize(node.log)
@@ -150,7 +159,7 @@ def test_a_line_read_past_the_stat_is_growth_once(node, monkeypatch):
     # The same race, one poll at a time: the size seen follows the read, so the next poll finds nothing new.
     node.write(LAUNCH[0] + '\n')
     options = _readiness._Options(node.params())
-    state = _readiness._fresh_state(options, time.time())
+    state = _readiness._fresh_state(options, 0.0)
     real_stat = os.stat
     late = [LAUNCH[1] + '\n']
 
@@ -160,18 +169,16 @@ def test_a_line_read_past_the_stat_is_growth_once(node, monkeypatch):
             node.write(late.pop())
         return info
     monkeypatch.setattr(_readiness.os, 'stat', stat_then_write)
-    assert _readiness._read_log(options, state, time.time()) is True
+    assert _readiness._read_log(options, state, 0.1) is True
     assert state['log_size_seen'] == state['read_offset'] == os.path.getsize(node.log)
     assert state['stage'] == 'loading_weights'
-    assert _readiness._read_log(options, state, time.time()) is False
+    assert _readiness._read_log(options, state, 0.2) is False
 
 
-def test_progressive_launch_becomes_ready_with_phases(node):
+def test_progressive_launch_becomes_ready_with_phases(node, clock):
+    engine_writes(clock, node.log, lines(*LAUNCH))
     with HealthServer() as health:
-        writer = Writer(node.log, lines(*LAUNCH))
-        writer.start()
-        result = wait_until_ready(node.params(health_url=health.url))
-        writer.join()
+        result = node.wait(node.params(health_url=health.url))
     assert result['ready'] is True
     assert result['phase'] == 'ready'
     assert result['health_status'] == 200
@@ -188,31 +195,30 @@ def test_progressive_launch_becomes_ready_with_phases(node):
     assert os.path.exists(node.state)
 
 
-def test_ready_waits_for_health_200(node):
+def test_ready_waits_for_health_200(node, clock):
     node.write('\n'.join(LAUNCH) + '\n')
     with HealthServer(status=503) as health:
-        threading.Timer(0.4, setattr, (health, 'status', 200)).start()
-        started = time.time()
-        result = wait_until_ready(node.params(health_url=health.url))
+        clock.after(0.4, lambda: setattr(health, 'status', 200))
+        result = node.wait(node.params(health_url=health.url))
     assert result['ready'] is True
-    assert time.time() - started >= 0.35
+    assert clock.now == 0.4
 
 
 def test_ready_line_without_health_answer_is_not_ready(node):
     node.write('\n'.join(LAUNCH) + '\n')
-    result = wait_until_ready(node.params(health_url='http://127.0.0.1:9/health', max_wait=0.3))
+    result = node.wait(node.params(health_url='http://127.0.0.1:9/health', max_wait=0.3))
     assert result['ready'] is False
     assert result['phase'] == 'graph_captured'
     assert result['health_status'] is None
 
 
-def test_ready_waits_until_the_router_lists_the_worker(node):
+def test_ready_waits_until_the_router_lists_the_worker(node, clock):
     node.write('\n'.join(LAUNCH + [REGISTERED % '10.0.0.5:30000']) + '\n')
     with HealthServer(workers=['10.0.0.9:30000']) as server:
         params = node.params(health_url=server.url, workers_url=server.workers_url, worker_id='10.0.0.5:30000')
-        waiting = wait_until_ready(dict(params, max_wait=0.3))
-        threading.Timer(0.3, setattr, (server, 'workers', ['10.0.0.9:30000', '10.0.0.5:30000'])).start()
-        result = wait_until_ready(params)
+        waiting = node.wait(dict(params, max_wait=0.1))
+        clock.after(0.1, lambda: setattr(server, 'workers', ['10.0.0.9:30000', '10.0.0.5:30000']))
+        result = node.wait(params)
     assert waiting['ready'] is False
     assert waiting['phase'] == 'registering'
     assert waiting['router_workers'] == ['10.0.0.9:30000']
@@ -222,18 +228,18 @@ def test_ready_waits_until_the_router_lists_the_worker(node):
     assert list(result['phases'])[-2:] == ['registering', 'ready']
 
 
-def test_a_record_the_router_lists_before_this_launch_registered_is_not_ready(node):
+def test_a_record_the_router_lists_before_this_launch_registered_is_not_ready(node, clock):
     # A wrapper killed with SIGKILL leaves its record (same host:port) until its 30 s lease runs out; the router lists
     # it while the new launch comes up. Ready on that record, the play moved on and the router dropped the worker
     # when the old lease ran out, before the new wrapper registered (CI at 1e22424: 20 accuracy-smoke requests 503).
     node.write('\n'.join(LAUNCH + [REGISTERED % '10.0.0.6:30000']) + '\n')
     with HealthServer(workers=['10.0.0.5:30000']) as server:
         params = node.params(health_url=server.url, workers_url=server.workers_url, worker_id='10.0.0.5:30000')
-        waiting = wait_until_ready(dict(params, max_wait=0.3))
+        waiting = node.wait(dict(params, max_wait=0.1))
         asked = [path for path in server.paths if path == '/v1/workers']
         node.write('INFO:__main__:using etcd registration: endpoint=http://10.0.0.1:2379 prefix=/infera/workers/\n')
-        threading.Timer(0.3, node.write, (REGISTERED % '10.0.0.5:30000' + '\n',)).start()
-        result = wait_until_ready(params)
+        clock.after(0.1, lambda: node.write(REGISTERED % '10.0.0.5:30000' + '\n'))
+        result = node.wait(params)
     assert waiting['ready'] is False
     assert waiting['phase'] == 'registering'
     assert waiting['registration_line'] is None, 'another worker\'s registration is not this launch\'s'
@@ -246,8 +252,8 @@ def test_a_record_the_router_lists_before_this_launch_registered_is_not_ready(no
 def test_a_wrapper_that_never_registers_stalls_with_the_wrapper_named(node):
     node.write('\n'.join(LAUNCH) + '\n')
     with HealthServer(workers=['10.0.0.5:30000']) as server:
-        message, details = failure(node.params(health_url=server.url, workers_url=server.workers_url,
-                                               worker_id='10.0.0.5:30000', stall_timeout=0.4))
+        message, details = node.failure(node.params(health_url=server.url, workers_url=server.workers_url,
+                                                    worker_id='10.0.0.5:30000', stall_timeout=0.2))
     assert details['phase'] == 'stalled'
     assert details['stage'] == 'registering'
     assert "Infera's wrapper has not logged its registration of worker 10.0.0.5:30000" in message
@@ -257,8 +263,8 @@ def test_a_wrapper_that_never_registers_stalls_with_the_wrapper_named(node):
 def test_a_worker_the_router_never_lists_stalls_with_the_router_named(node):
     node.write('\n'.join(LAUNCH + [REGISTERED % '10.0.0.5:30000']) + '\n')
     with HealthServer(workers=[]) as server:
-        message, details = failure(node.params(health_url=server.url, workers_url=server.workers_url,
-                                               worker_id='10.0.0.5:30000', stall_timeout=0.4))
+        message, details = node.failure(node.params(health_url=server.url, workers_url=server.workers_url,
+                                                    worker_id='10.0.0.5:30000', stall_timeout=0.2))
     assert details['phase'] == 'stalled'
     assert details['stage'] == 'registering'
     assert 'has not listed worker 10.0.0.5:30000' in message
@@ -270,7 +276,7 @@ def test_tqdm_progress_bar_is_parsed_and_shown_once(node):
     progress_bar = 'Capturing batches (bs=%d avail_mem=12.3 GB):  %d%%|███▌      | %d/20 [00:05<00:10,  1.2it/s]'
     node.write('[TP0] Capture target decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[1], avail mem=1.00 GB\n')
     node.write(''.join('\r' + progress_bar % (64 - k, k * 5, k) for k in range(1, 8)))
-    result = wait_until_ready(node.params(max_wait=0.2))
+    result = node.wait(node.params(max_wait=0.2))
     assert result['ready'] is False
     assert result['phase'] == 'capturing_cuda_graph'
     assert result['graph_progress'] == {'done': 7, 'total': 20, 'bs': 57}
@@ -279,7 +285,7 @@ def test_tqdm_progress_bar_is_parsed_and_shown_once(node):
 
     node.write('\r' + progress_bar % (56, 40, 8) + '\n[TP0] Capture target decode CUDA graph end. elapsed=30.10 s, '
                'mem usage=1.20 GB, avail mem=0.50 GB.\n')
-    result = wait_until_ready(node.params(max_wait=0.2))
+    result = node.wait(node.params(max_wait=0.2))
     assert result['phase'] == 'graph_captured'
     assert result['graph_progress'] == {'done': 20, 'total': 20, 'bs': 56}
     assert result['log_tail'][-2:] == [progress_bar % (56, 40, 8), '[TP0] Capture target decode CUDA graph end. '
@@ -290,28 +296,25 @@ def test_old_ready_line_before_log_offset_is_ignored(node):
     node.write('\n'.join(LAUNCH) + '\n')
     offset = os.path.getsize(node.log)
     node.write(LAUNCH[0] + '\n' + LAUNCH[1] + '\n')
-    result = wait_until_ready(node.params(log_offset=offset, max_wait=0.3))
+    result = node.wait(node.params(log_offset=offset, max_wait=0.3))
     assert result['ready'] is False
     assert result['phase'] == 'loading_weights'
     assert READY not in '\n'.join(result['log_tail'])
 
     node.write('\n'.join(LAUNCH[2:]) + '\n')
-    result = wait_until_ready(node.params(log_offset=offset))
+    result = node.wait(node.params(log_offset=offset))
     assert result['ready'] is True
 
 
 # ---------------------------------------------------------------- failures
 
 @pytest.mark.parametrize('pattern', DEFAULT_FATAL_PATTERNS)
-def test_each_fatal_pattern_fails_fast_with_stage_and_tail(node, pattern):
+def test_each_fatal_pattern_fails_fast_with_stage_and_tail(node, clock, pattern):
     line = FATAL_LINES[pattern]
-    writer = Writer(node.log, lines(*LAUNCH[:5]) + [(0.3, line + '\n')] + lines('more output after the error'),
-                    exit_file=node.exit_file)
-    writer.start()
-    message, details = failure(node.params())
-    failed_at = time.time()
-    writer.join()
-    assert failed_at - writer.wrote_at[line + '\n'] < 5
+    written = engine_writes(clock, node.log, lines(*LAUNCH[:5]) + [(0.3, line + '\n')] + lines('more output after the error'),
+                            exit_file=node.exit_file)
+    message, details = node.failure(node.params())
+    assert clock.now - written[line + '\n'] < 5
     assert details['phase'] == 'failed'
     assert details['stage'] == 'capturing_cuda_graph'
     assert details['ready'] is False
@@ -338,7 +341,7 @@ def test_fatal_next_step_fits_the_cause_and_stage(node, line, stage_lines, hint)
     node.write('\n'.join(stage_lines + [line]) + '\n')
     with open(node.exit_file, 'w') as handle:
         handle.write('1')
-    message, _details = failure(node.params())
+    message, _details = node.failure(node.params())
     assert hint in message.splitlines()[0]
 
 
@@ -347,22 +350,19 @@ def test_a_fatal_line_is_reported_at_the_stage_where_it_happened(node):
     node.write('\n'.join(LAUNCH[:5] + [FATAL_LINES['out of memory']] + LAUNCH[7:]) + '\n')
     with open(node.exit_file, 'w') as handle:
         handle.write('1')
-    message, details = failure(node.params())
+    message, details = node.failure(node.params())
     assert details['stage'] == 'capturing_cuda_graph'
     assert 'failed during stage capturing_cuda_graph' in message.splitlines()[0]
 
 
-def test_a_fatal_line_waits_briefly_for_the_rest_of_the_error(node):
+def test_a_fatal_line_waits_briefly_for_the_rest_of_the_error(node, clock):
     oom = ['Capture cuda graph failed: out of memory',
            'torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB.',
            'Possible solutions:',
            '2. set --cuda-graph-max-bs to a smaller value (e.g., 16)']
-    writer = Writer(node.log, lines(*LAUNCH[:5]) + [(0.2, oom[0] + '\n')] + lines(*oom[1:], delay=0.3))
-    writer.start()
-    message, details = failure(node.params())
-    failed_at = time.time()
-    writer.join()
-    assert failed_at - writer.wrote_at[oom[0] + '\n'] < 5
+    written = engine_writes(clock, node.log, lines(*LAUNCH[:5]) + [(0.2, oom[0] + '\n')] + lines(*oom[1:], delay=0.3))
+    message, details = node.failure(node.params())
+    assert clock.now - written[oom[0] + '\n'] < 5
     assert details['log_tail'][-4:] == oom
     assert details['cause'] == "log line matched 'Capture cuda graph failed': " + oom[0]
     assert message.endswith('\n'.join(oom))
@@ -370,26 +370,24 @@ def test_a_fatal_line_waits_briefly_for_the_rest_of_the_error(node):
 
 def test_a_traceback_alone_is_not_fatal(node):
     node.write(LAUNCH[0] + '\nTraceback (most recent call last):\n  File "x.py", line 1\nValueError: retry\n')
-    result = wait_until_ready(node.params(max_wait=0.3))
+    result = node.wait(node.params(max_wait=0.3))
     assert result['ready'] is False
     assert result['phase'] == 'launching'
 
 
 def test_extra_fatal_pattern(node):
     node.write('RuntimeError: NCCL error in: broadcast\n')
-    message, details = failure(node.params(extra_fatal_patterns=['NCCL error']))
+    message, details = node.failure(node.params(extra_fatal_patterns=['NCCL error']))
     assert details['phase'] == 'failed'
     assert 'inspect %s' % node.log in message
 
 
-def test_exit_file_fails_fast_with_code_and_hint(node):
-    writer = Writer(node.log, lines(*LAUNCH[:3]))
-    writer.start()
-    threading.Timer(0.4, lambda: open(node.exit_file, 'w').write('137\n')).start()
-    started = time.time()
-    message, details = failure(node.params())
-    writer.join()
-    assert time.time() - started < 20
+def test_exit_file_fails_fast_with_code_and_hint(node, clock):
+    engine_writes(clock, node.log, lines(*LAUNCH[:3]))
+    clock.after(0.4, lambda: write_file(node.exit_file, '137\n'))
+    message, details = node.failure(node.params())
+    # At the first look after the exit file appeared.
+    assert clock.now == 0.4
     assert details['phase'] == 'exited'
     assert details['exit_code'] == 137
     assert details['stage'] == 'weights_loaded'
@@ -399,13 +397,13 @@ def test_exit_file_fails_fast_with_code_and_hint(node):
             'memory; inspect %s.' % node.log) in message
 
 
-def test_exit_code_written_just_after_the_exit_file_appears_counts(node):
+def test_exit_code_written_just_after_the_exit_file_appears_counts(node, clock):
     # The wrapper's `echo $? >FILE` creates the file a moment before the code is in it.
     node.write(LAUNCH[0] + '\n')
     with open(node.exit_file, 'w'):
         pass
-    threading.Timer(0.3, lambda: open(node.exit_file, 'w').write('137\n')).start()
-    _message, details = failure(node.params())
+    clock.after(0.3, lambda: write_file(node.exit_file, '137\n'))
+    _message, details = node.failure(node.params())
     assert details['exit_code'] == 137
 
 
@@ -413,7 +411,7 @@ def test_fatal_line_written_just_before_exit_is_the_cause(node):
     node.write(LAUNCH[1] + '\n' + FATAL_LINES['OutOfMemoryError'] + '\n')
     with open(node.exit_file, 'w') as handle:
         handle.write('1')
-    _message, details = failure(node.params())
+    _message, details = node.failure(node.params())
     assert details['phase'] == 'failed'
     assert details['exit_code'] == 1
     assert 'then the engine exited' in details['cause']
@@ -425,7 +423,7 @@ def test_dead_pid_means_exited(node, tmp_path):
     pid_file = tmp_path / 'engine.pid'
     pid_file.write_text('%d\n' % process.pid)
     node.write(LAUNCH[0] + '\n')
-    message, details = failure(node.params(exit_file=None, pid_file=str(pid_file)))
+    message, details = node.failure(node.params(exit_file=None, pid_file=str(pid_file)))
     assert details['phase'] == 'exited'
     assert 'process %d from %s is gone' % (process.pid, pid_file) in message
 
@@ -437,7 +435,7 @@ def test_zombie_pid_means_exited(node, tmp_path):
     pid_file = tmp_path / 'engine.pid'
     pid_file.write_text(str(process.pid))
     try:
-        _message, details = failure(node.params(exit_file=None, pid_file=str(pid_file)))
+        _message, details = node.failure(node.params(exit_file=None, pid_file=str(pid_file)))
     finally:
         process.wait()
     assert details['phase'] == 'exited'
@@ -446,16 +444,16 @@ def test_zombie_pid_means_exited(node, tmp_path):
 def test_live_pid_and_missing_pid_file_are_not_exits(node, tmp_path):
     pid_file = tmp_path / 'engine.pid'
     node.write(LAUNCH[0] + '\n')
-    assert wait_until_ready(node.params(pid_file=str(pid_file), max_wait=0.2))['ready'] is False
+    assert node.wait(node.params(pid_file=str(pid_file), max_wait=0.2))['ready'] is False
     pid_file.write_text(str(os.getpid()))
-    assert wait_until_ready(node.params(pid_file=str(pid_file), max_wait=0.2))['phase'] == 'launching'
+    assert node.wait(node.params(pid_file=str(pid_file), max_wait=0.2))['phase'] == 'launching'
 
 
 def test_an_unreadable_pid_file_is_not_an_exit(node, tmp_path):
     pid_file = tmp_path / 'engine.pid'
     pid_file.write_text('starting\n')
     node.write(LAUNCH[0] + '\n')
-    assert wait_until_ready(node.params(exit_file=None, pid_file=str(pid_file), max_wait=0.2))['phase'] == 'launching'
+    assert node.wait(node.params(exit_file=None, pid_file=str(pid_file), max_wait=0.2))['phase'] == 'launching'
 
 
 @pytest.mark.parametrize('answer', [
@@ -488,12 +486,11 @@ def test_asking_the_router_is_bounded_in_time(monkeypatch):
     assert asked == [3.0]
 
 
-def test_stall_fails_after_stall_timeout(node):
+def test_stall_fails_after_stall_timeout(node, clock):
     node.write('\n'.join(LAUNCH[:5]) + '\n')
-    started = time.time()
-    message, details = failure(node.params(stall_timeout=0.6))
-    waited = time.time() - started
-    assert 0.5 <= waited < 3
+    message, details = node.failure(node.params(stall_timeout=0.6))
+    # The first look read the log; the look stall_timeout after it found nothing new.
+    assert clock.now == 0.6
     assert details['phase'] == 'stalled'
     assert details['stage'] == 'capturing_cuda_graph'
     assert details['cause'].startswith('no new log output from the engine for 0.')
@@ -506,86 +503,70 @@ def test_stall_fails_after_stall_timeout(node):
 HEARTBEAT = 'INFO:infera.engine.sglang.worker:waiting for SGLang HTTP on port 30000 ... (elapsed %ds)'
 
 
-def test_the_wrappers_heartbeat_is_not_progress(node):
+def test_the_wrappers_heartbeat_is_not_progress(node, clock):
     # Infera's wrapper logs a heartbeat every 30 s while the engine is silent: a hung engine must still stall.
     node.write('\n'.join(LAUNCH[:5]) + '\n')
-    writer = Writer(node.log, [(0.1, HEARTBEAT % second + '\n') for second in range(30)])
-    writer.start()
-    started = time.time()
-    _message, details = failure(node.params(stall_timeout=0.8))
-    waited = time.time() - started
-    writer.join()
+    engine_writes(clock, node.log, [(0.1, HEARTBEAT % second + '\n') for second in range(30)])
+    _message, details = node.failure(node.params(stall_timeout=0.8))
     assert details['phase'] == 'stalled'
-    assert 0.7 <= waited < 2.0
+    # Stalled on time, however many heartbeats came meanwhile.
+    assert clock.now == 0.8
     assert HEARTBEAT % 0 in '\n'.join(details['log_tail'])
 
 
-def test_engine_lines_between_heartbeats_are_progress(node):
+def test_engine_lines_between_heartbeats_are_progress(node, clock):
     node.write('\n'.join(LAUNCH[:5]) + '\n')
     # An engine line every 0.2 s, a stall timeout five times that: only the deadline may end the wait.
     bar_line = 'Capturing batches (bs=64 avail_mem=96.90 GB):  67%|██████▋   | 2/3 [10:00<05:00, 300.00s/it]'
     items = [(0.1, (HEARTBEAT % second if second % 2 else bar_line) + '\n')
              for second in range(60)]
-    writer = Writer(node.log, items)
-    writer.start()
-    message, details = failure(node.params(stall_timeout=1.0, deadline=2.0))
-    writer.stop.set()
-    writer.join()
+    engine_writes(clock, node.log, items)
+    message, details = node.failure(node.params(stall_timeout=1.0, deadline=2.0))
     assert details['phase'] == 'timed_out', message
 
 
 def test_stall_while_loading_points_at_the_model_storage(node):
     node.write(LAUNCH[1] + '\n')
-    message, _details = failure(node.params(stall_timeout=0.3))
+    message, _details = node.failure(node.params(stall_timeout=0.3))
     assert 'check that the model storage is mounted and being read on node7' in message.splitlines()[0]
 
 
 def test_missing_log_stalls_with_its_own_cause(node):
-    message, details = failure(node.params(stall_timeout=0.3))
+    message, details = node.failure(node.params(stall_timeout=0.3))
     assert details['phase'] == 'stalled'
     assert 'the log %s has not appeared' % node.log in details['cause']
     assert '(no log lines from %s)' % node.log in message
 
 
-def test_deadline_fails_even_while_the_log_grows(node):
+def test_deadline_fails_even_while_the_log_grows(node, clock):
     # The log grows for 6 s, far past the 1 s deadline, and no stall can come first: the wait must end on the
     # deadline, not after the last line.
-    writer = Writer(node.log, lines(*(['Load weight begin'] + ['still loading'] * 120), delay=0.05))
-    writer.start()
-    message, details = failure(node.params(stall_timeout=2.0, deadline=1.0))
-    writer.stop.set()
-    writer.join()
+    engine_writes(clock, node.log, lines(*(['Load weight begin'] + ['still loading'] * 120), delay=0.05))
+    message, details = node.failure(node.params(stall_timeout=2.0, deadline=1.0))
     assert details['phase'] == 'timed_out'
-    assert 1.0 <= details['elapsed'] < 5
+    assert details['elapsed'] == 1.0
     assert 'timed out during stage loading_weights' in message
     assert 'deadline 1 s' in details['cause']
 
 
-def test_deadline_counts_from_started_at(node):
+def test_deadline_counts_from_started_at(node, clock):
     node.write(LAUNCH[0] + '\n')
-    _message, details = failure(node.params(started_at=time.time() - 100, deadline=50))
+    _message, details = node.failure(node.params(started_at=clock.time() - 100, deadline=50))
     assert details['phase'] == 'timed_out'
-    assert details['elapsed'] >= 100
+    assert details['elapsed'] == 100
 
 
-def test_watch_dir_growth_postpones_the_stall(node):
+def test_watch_dir_growth_postpones_the_stall(node, clock):
     os.makedirs(node.jit)
     node.write('\n'.join(LAUNCH[:4]) + '\n')
-
-    def build_kernels():
-        for index in range(12):
-            time.sleep(0.15)
-            with open(os.path.join(node.jit, 'kernel_%d.so' % index), 'w') as handle:
-                handle.write('x' * 100)
-
-    builder = threading.Thread(target=build_kernels, daemon=True)
-    builder.start()
-    result = wait_until_ready(node.params(stall_timeout=1.0, max_wait=1.6,
-                                          watch_dirs=[node.jit, node.jit + '-missing']))
+    # The JIT builds a kernel every 0.15 s for 1.8 s while the log says nothing.
+    for index in range(12):
+        kernel = os.path.join(node.jit, 'kernel_%d.so' % index)
+        clock.after(0.15 * (index + 1), lambda kernel=kernel: write_file(kernel, 'x' * 100))
+    result = node.wait(node.params(stall_timeout=1.0, max_wait=1.6, watch_dirs=[node.jit, node.jit + '-missing']))
     assert result['ready'] is False
     assert result['phase'] == 'capturing_cuda_graph'
-    builder.join()
-    message, details = failure(node.params(stall_timeout=0.6, watch_dirs=[node.jit]))
+    message, details = node.failure(node.params(stall_timeout=0.6, watch_dirs=[node.jit]))
     assert details['phase'] == 'stalled'
     assert 'no change in %s' % node.jit in details['cause']
     assert 'du -sh %s on node7' % node.jit in message
@@ -593,32 +574,31 @@ def test_watch_dir_growth_postpones_the_stall(node):
 
 def test_max_wait_returns_progress_and_the_next_call_resumes(node):
     node.write('\n'.join(LAUNCH[:3]) + '\n')
-    first = wait_until_ready(node.params(max_wait=0.3))
+    first = node.wait(node.params(max_wait=0.3))
     assert first['ready'] is False
     assert first['phase'] == 'weights_loaded'
-    assert 0.3 <= first['elapsed'] < 10
+    assert first['elapsed'] == 0.3
 
     node.write('\n'.join(LAUNCH[3:]) + '\n')
-    second = wait_until_ready(node.params())
+    second = node.wait(node.params())
     assert second['ready'] is True
     assert second['started_at'] == first['started_at']
     assert second['phases']['loading_weights'] == first['phases']['loading_weights']
     assert second['log_tail'] == LAUNCH  # nothing read twice, nothing lost
 
 
-def test_waiting_again_on_a_ready_launch_returns_at_once_and_notices_a_later_exit(node):
+def test_waiting_again_on_a_ready_launch_returns_at_once_and_notices_a_later_exit(node, clock):
     node.write('\n'.join(LAUNCH) + '\n')
     with HealthServer() as health:
-        first = wait_until_ready(node.params(health_url=health.url))
-        started = time.time()
-        again = wait_until_ready(node.params(health_url=health.url))
-        # Not waiting would take the stall timeout (30 s); the bound leaves room for a loaded CI machine.
-        assert time.time() - started < 10
+        first = node.wait(node.params(health_url=health.url))
+        again = node.wait(node.params(health_url=health.url))
+        # Neither call slept: the first look found the launch ready.
+        assert clock.slept == []
     assert again['ready'] is True
     assert again['phases']['ready'] == first['phases']['ready']
     with open(node.exit_file, 'w') as handle:
         handle.write('0')
-    message, details = failure(node.params())
+    message, details = node.failure(node.params())
     assert details['phase'] == 'exited'
     assert details['stage'] == 'graph_captured'
     assert ('Next step: code 0 is a clean shutdown, so something stopped it (docker stop, a SIGTERM, a second '
@@ -627,32 +607,32 @@ def test_waiting_again_on_a_ready_launch_returns_at_once_and_notices_a_later_exi
 
 def test_a_fatal_line_read_by_an_earlier_call_still_fails_the_next(node):
     node.write(LAUNCH[0] + '\n' + FATAL_LINES['unrecognized arguments'] + '\n')
-    failure(node.params())
-    _message, details = failure(node.params())
+    node.failure(node.params())
+    _message, details = node.failure(node.params())
     assert details['phase'] == 'failed'
 
 
 def test_a_replaced_log_starts_a_new_launch(node):
     node.write('\n'.join(LAUNCH) + '\n')
-    assert wait_until_ready(node.params())['ready'] is True
+    assert node.wait(node.params())['ready'] is True
     os.remove(node.log)
     node.write(LAUNCH[0] + '\n')
-    result = wait_until_ready(node.params(max_wait=0.2))
+    result = node.wait(node.params(max_wait=0.2))
     assert result['ready'] is False
     assert result['phase'] == 'launching'
     assert result['log_tail'] == [LAUNCH[0]]
     # The next call goes on with the new launch instead of starting it again.
     node.write(LAUNCH[1] + '\n')
-    again = wait_until_ready(node.params(max_wait=0.2))
+    again = node.wait(node.params(max_wait=0.2))
     assert again['started_at'] == result['started_at']
     assert again['phase'] == 'loading_weights'
 
 
 def test_state_for_another_log_offset_is_ignored(node):
     node.write('\n'.join(LAUNCH) + '\n')
-    assert wait_until_ready(node.params())['ready'] is True
+    assert node.wait(node.params())['ready'] is True
     size = os.path.getsize(node.log)
-    result = wait_until_ready(node.params(log_offset=size, max_wait=0.2))
+    result = node.wait(node.params(log_offset=size, max_wait=0.2))
     assert result['ready'] is False
 
 
@@ -670,7 +650,7 @@ def test_state_for_another_log_offset_is_ignored(node):
 ])
 def test_bad_options_are_named(node, overrides, expected):
     with pytest.raises(WaitError) as error:
-        wait_until_ready(node.params(**overrides))
+        node.wait(node.params(**overrides))
     assert expected in str(error.value)
 
 
@@ -678,7 +658,7 @@ def test_unwritable_state_file_is_named(node, tmp_path):
     blocker = tmp_path / 'file'
     blocker.write_text('')
     with pytest.raises(WaitError) as error:
-        wait_until_ready(node.params(state_file=str(blocker / 'state.json'), max_wait=0.1))
+        node.wait(node.params(state_file=str(blocker / 'state.json'), max_wait=0.1))
     assert 'cannot write the state file' in str(error.value)
 
 

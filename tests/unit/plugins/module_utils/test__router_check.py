@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 
 import pytest
 
@@ -57,7 +56,7 @@ class Router(LocalServer):
 
 def _params(router, **overrides):
     params = dict(router=router, worker_id='10.0.0.1:30000', expected_workers=1, expected_hosts=None,
-                  fleet_routers={}, fleet_timeout=1.0, timeout=1.0, poll=0.05, model='/models/dsv4',
+                  fleet_routers={}, fleet_timeout=1.0, timeout=1.0, poll=0.1, model='/models/dsv4',
                   prompt='1+1=?', max_tokens=32, completion_timeout=5, accuracy_questions=0, accuracy_threshold=0.8,
                   accuracy_max_tokens=512)
     params.update(overrides)
@@ -77,48 +76,48 @@ def test_a_healthy_router_listing_the_worker_passes_and_answers_one_completion()
         'model': '/models/dsv4', 'messages': [{'role': 'user', 'content': '1+1=?'}], 'max_tokens': 32, 'temperature': 0})]
 
 
-def test_a_router_missing_the_worker_fails_after_its_timeout_and_sends_no_completion():
+def test_a_router_missing_the_worker_fails_after_its_timeout_and_sends_no_completion(clock):
     with Router(['10.0.0.9:30000']) as router:
-        result = _router_check.run(_params(router.url, timeout=0.3))
+        result = _router_check.run(_params(router.url, timeout=0.3), clock.monotonic, clock.sleep)
     assert result['router_ok'] is False
     assert result['workers'] == ['10.0.0.9:30000']
     assert result['completion'] is None
     assert not [request for request in router.requests if request[0] == 'POST']
 
 
-def test_the_worker_listed_during_the_wait_passes_at_the_first_look_that_lists_it():
+def test_the_worker_listed_during_the_wait_passes_at_the_first_look_that_lists_it(clock):
     # The router lists the worker from its third /v1/workers answer on: the check keeps polling until
     # then and stops at that look (counted, not timed: a loaded machine cannot change the count).
     with Router(['10.0.0.1:30000'], listed_from=3) as router:
-        result = _router_check.run(_params(router.url, timeout=30))
+        result = _router_check.run(_params(router.url, timeout=30), clock.monotonic, clock.sleep)
     assert result['router_ok'] is True
     assert result['workers'] == ['10.0.0.1:30000']
     assert router.listings == 3
     assert sum(1 for request in router.requests if request[1] == '/health') == 3
 
 
-def test_fewer_workers_than_expected_fail_even_when_the_worker_is_listed():
+def test_fewer_workers_than_expected_fail_even_when_the_worker_is_listed(clock):
     with Router(['10.0.0.1:30000']) as router:
-        result = _router_check.run(_params(router.url, expected_workers=2, timeout=0.2))
+        result = _router_check.run(_params(router.url, expected_workers=2, timeout=0.2), clock.monotonic, clock.sleep)
     assert result['router_ok'] is False
     assert result['expected_workers'] == 2
 
 
-def test_an_unhealthy_status_fails():
+def test_an_unhealthy_status_fails(clock):
     with Router(['10.0.0.1:30000'], status='degraded') as router:
-        result = _router_check.run(_params(router.url, timeout=0.2))
+        result = _router_check.run(_params(router.url, timeout=0.2), clock.monotonic, clock.sleep)
     assert result['router_ok'] is False
     assert result['health']['status'] == 'degraded'
 
 
-def test_a_router_that_does_not_answer_reports_its_error():
-    result = _router_check.run(_params('http://127.0.0.1:9', timeout=0.2))
+def test_a_router_that_does_not_answer_reports_its_error(clock):
+    result = _router_check.run(_params('http://127.0.0.1:9', timeout=0.2), clock.monotonic, clock.sleep)
     assert result['router_ok'] is False
     assert result['health'] is None
     assert result['health_error']
 
 
-def test_a_router_process_that_is_gone_ends_the_wait_at_that_look():
+def test_a_router_process_that_is_gone_ends_the_wait_at_that_look(clock):
     # A router that exits at its start: the wait stops at the first look that finds no process, not at the timeout
     # (counted, not timed).
     answers = iter([True, True, False])
@@ -128,45 +127,49 @@ def test_a_router_process_that_is_gone_ends_the_wait_at_that_look():
         looks.append(1)
         return next(answers)
 
-    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=30, poll=0.01, alive=alive)
+    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=30, poll=0.01, clock=clock.monotonic,
+                                        sleep=clock.sleep, alive=alive)
     assert result['exited'] is True and result['ok'] is False
     assert len(looks) == 3
     assert result['health'] is None and result['health_error']
-    assert result['waited'] < 30
+    assert result['waited'] == 0.02
 
 
-def test_a_running_router_process_is_waited_out_and_a_healthy_router_is_not_looked_for():
+def test_a_running_router_process_is_waited_out_and_a_healthy_router_is_not_looked_for(clock):
     looks = []
-    now = [0.0]
-
-    def sleep(seconds):  # an injected clock: each poll advances it, whatever the machine's load
-        now[0] += seconds
-
-    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=1.0, poll=0.25, clock=lambda: now[0],
-                                        sleep=sleep, alive=lambda: looks.append(1) or True)
+    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=1.0, poll=0.25, clock=clock.monotonic,
+                                        sleep=clock.sleep, alive=lambda: looks.append(1) or True)
     assert result['exited'] is False and result['ok'] is False
-    # Looked at 0, 0.25, 0.5, 0.75 and 1.0 s of the injected clock: the running process was asked each time.
+    # Looked at 0, 0.25, 0.5, 0.75 and 1.0 s of the fake clock: the running process was asked each time.
     assert len(looks) == 5 and result['waited'] == 1.0
     with Router([]) as router:
-        healthy = _router_check.check_router(router.url, 0, timeout=5, alive=lambda: looks.append('asked') or False)
+        healthy = _router_check.check_router(router.url, 0, timeout=5, clock=clock.monotonic, sleep=clock.sleep,
+                                             alive=lambda: looks.append('asked') or False)
     assert healthy['ok'] is True and healthy['exited'] is False
     assert 'asked' not in looks
 
 
-def test_the_router_process_is_looked_for_in_the_containers_pid_namespace_on_the_real_proc():
-    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', 'router-check-probe'])
-    try:
-        params = _params('http://127.0.0.1:9', timeout=10, poll=0.05, container_pid=os.getpid(),
-                         process_pattern=r'-c import time.* router-check-probe$|no-such-script[.]sh')
-        # The probe runs: the wait goes on while the router does not answer, until the probe is gone.
-        threading.Timer(0.5, child.kill).start()
-        result = _router_check.run(params)
-    finally:
+def test_the_router_process_is_looked_for_in_the_containers_pid_namespace_on_the_real_proc(clock):
+    # Runs until killed, or until its stdin closes with the tests.
+    child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()', 'router-check-probe'],
+                             stdin=subprocess.PIPE)
+
+    def router_exits():
         child.kill()
         child.wait()
+
+    try:
+        params = _params('http://127.0.0.1:9', timeout=10, container_pid=os.getpid(),
+                         process_pattern=r'-c import sys.* router-check-probe$|no-such-script[.]sh')
+        # The probe runs: the wait goes on while the router does not answer, until the probe is gone.
+        clock.after(0.3, router_exits)
+        result = _router_check.run(params, clock.monotonic, clock.sleep)
+    finally:
+        router_exits()
+        child.stdin.close()
     assert result['router_exited'] is True and result['router_ok'] is False
-    assert 0.4 <= result['router_waited'] < 10
-    plain = _router_check.run(_params('http://127.0.0.1:9', timeout=0.2))
+    assert result['router_waited'] == 0.3
+    plain = _router_check.run(_params('http://127.0.0.1:9', timeout=0.2), clock.monotonic, clock.sleep)
     assert plain['router_exited'] is False
 
 
@@ -179,12 +182,12 @@ def test_an_empty_or_refused_completion_is_reported_with_its_status():
     assert refused['completion_status'] == 503 and refused['completion_error']
 
 
-def test_other_routers_must_list_the_worker_and_a_silent_one_is_lost_and_not_counted():
+def test_other_routers_must_list_the_worker_and_a_silent_one_is_lost_and_not_counted(clock):
     with Router(['10.0.0.1:30000', '10.0.0.2:30000']) as own, Router(['10.0.0.2:30000']) as other:
-        threading.Timer(0.2, lambda: other.workers.append('10.0.0.1:30000')).start()
+        clock.after(0.2, lambda: other.workers.append('10.0.0.1:30000'))
         result = _router_check.run(_params(
             own.url, expected_hosts=['node-1', 'node-2', 'node-3'], fleet_timeout=5,
-            fleet_routers={'node-2': other.url, 'node-3': 'http://127.0.0.1:9'}))
+            fleet_routers={'node-2': other.url, 'node-3': 'http://127.0.0.1:9'}), clock.monotonic, clock.sleep)
     assert result['lost'] == ['node-3']
     assert result['unlisted'] == []
     assert [item['listed'] for item in result['fleet']] == [True, False]
@@ -193,9 +196,10 @@ def test_other_routers_must_list_the_worker_and_a_silent_one_is_lost_and_not_cou
     assert result['router_ok'] is True
 
 
-def test_another_router_that_never_lists_the_worker_is_unlisted_with_what_it_lists():
+def test_another_router_that_never_lists_the_worker_is_unlisted_with_what_it_lists(clock):
     with Router(['10.0.0.1:30000']) as own, Router(['10.0.0.2:30000']) as other:
-        result = _router_check.run(_params(own.url, fleet_routers={'node-2': other.url}, fleet_timeout=0.3))
+        result = _router_check.run(_params(own.url, fleet_routers={'node-2': other.url}, fleet_timeout=0.3),
+                                   clock.monotonic, clock.sleep)
     assert result['unlisted'] == ['node-2']
     assert result['fleet'][0]['workers'] == ['10.0.0.2:30000']
     assert result['fleet'][0]['status'] == 200

@@ -19,7 +19,7 @@ import threading
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _preflight
+from ansible_collections.infera.serving.plugins.module_utils import _gpu_smi, _preflight, _procs
 from ansible_collections.infera.serving.plugins.modules import node_preflight
 
 from .utils import run_module
@@ -88,9 +88,9 @@ def node(tmp_path, monkeypatch):
     model.mkdir()
     (model / 'config.json').write_text('{"model_type": "deepseek_v4"}')
     (model / 'tokenizer.json').write_text('{}')
-    monkeypatch.setattr(_preflight, 'PROC', str(tmp_path / 'proc'))
+    monkeypatch.setattr(_procs, 'PROC', str(tmp_path / 'proc'))
     monkeypatch.setattr(_preflight, 'DEV', str(tmp_path / 'dev'))
-    monkeypatch.setattr(_preflight, 'ROCM_BIN', str(tmp_path / 'rocm'))
+    monkeypatch.setattr(_gpu_smi, 'ROCM_BIN', str(tmp_path / 'rocm'))
     monkeypatch.setenv('PATH', str(tmp_path / 'bin'))
     return tmp_path
 

@@ -1,19 +1,29 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The whole sglang_bench_wait module: arguments in, exit_json/fail_json out, against real files and a real process."""
+"""The whole sglang_bench_wait module: arguments in, exit_json/fail_json out, against real files and a real process,
+its wait on a fake clock."""
 
 from __future__ import annotations
 
+import functools
 import signal
 import subprocess
 import sys
-import threading
 import uuid
 
 import pytest
 
+from ansible_collections.infera.serving.plugins.module_utils import _bench_wait
 from ansible_collections.infera.serving.plugins.modules import sglang_bench_wait
 
+from ..module_utils.processes import signals_take_effect_at_once
 from .utils import run_module
+
+
+@pytest.fixture(autouse=True)
+def on_the_clock(clock, monkeypatch):
+    """The module's wait, on the test's clock (on a node it keeps the real one)."""
+    monkeypatch.setattr(sglang_bench_wait, 'wait_for_point', functools.partial(
+        _bench_wait.wait_for_point, clock=clock.time, sleep=clock.sleep, in_background=clock.in_background))
 
 
 @pytest.fixture
@@ -58,8 +68,8 @@ def test_finished_point_without_a_result_line_warns(point):
                                   % point['output_file'])
 
 
-def test_client_failure_fails_with_a_message_for_a_person(point):
-    threading.Timer(0.2, point['exit_file'].write_text, ('1\n',)).start()
+def test_client_failure_fails_with_a_message_for_a_person(point, clock):
+    clock.after(0.2, functools.partial(point['exit_file'].write_text, '1\n'))
     kind, result, _warnings = run_module(sglang_bench_wait.main, args(point))
     assert kind == 'fail'
     assert result['rc'] == 1
@@ -71,17 +81,20 @@ def test_client_failure_fails_with_a_message_for_a_person(point):
     assert result['msg'].endswith('\nLast line of %s:\nStarting warmup with 256 sequences...' % point['log_path'])
 
 
-def test_dead_engine_aborts_the_point_and_stops_the_client(point):
+def test_dead_engine_aborts_the_point_and_stops_the_client(point, clock, monkeypatch):
+    signals_take_effect_at_once(monkeypatch)
     mark = 'bench-wait-module-test-%s' % uuid.uuid4().hex
-    bench = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', mark])
+    # Runs until stopped, or until its stdin closes with the tests.
+    bench = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()', mark], stdin=subprocess.PIPE)
     try:
-        threading.Timer(0.3, point['engine_exit_file'].write_text, ('137\n',)).start()
+        clock.after(0.3, functools.partial(point['engine_exit_file'].write_text, '137\n'))
         kind, result, _warnings = run_module(sglang_bench_wait.main, args(point, kill_match=mark, stage='sweep-nodp'))
         assert bench.wait(timeout=10) == -signal.SIGTERM
     finally:
         if bench.poll() is None:
             bench.kill()
             bench.wait()
+        bench.stdin.close()
     assert kind == 'fail'
     assert result['changed'] is True
     assert result['aborted'] is True

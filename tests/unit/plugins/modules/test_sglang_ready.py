@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The whole sglang_ready module: arguments in, exit_json/fail_json out, against real files."""
+"""The whole sglang_ready module: arguments in, exit_json/fail_json out, against real files, its wait on a fake clock."""
 
 from __future__ import annotations
 
-import http.server
-import threading
+import functools
 
 import pytest
 
+from ansible_collections.infera.serving.plugins.module_utils import _readiness
 from ansible_collections.infera.serving.plugins.modules import sglang_ready
 
+from ..module_utils.health_server import HealthServer
 from .utils import run_module
 
 LAUNCH = (
@@ -23,23 +24,17 @@ LAUNCH = (
 READY = 'The server is fired up and ready to roll!\n'
 
 
+@pytest.fixture(autouse=True)
+def on_the_clock(clock, monkeypatch):
+    """The module's wait, on the test's clock (on a node it keeps the real one)."""
+    monkeypatch.setattr(sglang_ready, 'wait_until_ready',
+                        functools.partial(_readiness.wait_until_ready, clock=clock.time, sleep=clock.sleep))
+
+
 @pytest.fixture
 def health_url():
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
-            self.send_response(200)
-            self.send_header('Content-Length', '0')
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield 'http://127.0.0.1:%d/health' % server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with HealthServer() as server:
+        yield server.url
 
 
 @pytest.fixture

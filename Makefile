@@ -33,9 +33,9 @@ test-integration: platform-up
 test-lint: bootstrap
 	python -m pytest -q tests/lint
 
-# Everything, in two parts. First the unit and simulator tests in one worker (about 5 min: their
-# waits run on real clocks, and beside the integration tests, at a load of 20-30 on 2 cores,
-# some lost races) and lint + sanity in a second, on the core the first leaves idle (half the
+# Everything, in two parts. First the unit and simulator tests in one worker (about 5 min: the
+# simulator's tests run real processes on real clocks, and beside the integration tests, at a load of
+# 20-30 on 2 cores, some lost races) and lint + sanity in a second, on the core the first leaves idle (half the
 # machine was idle in that part, measured 2026-12-03), then EARLY below. Then the rehearsal
 # platform's tests (walkthrough fidelity, deploy failure paths, fleet, faults, molecule
 # scenarios, the docs' commands over SSH) in six pytest-xdist workers, over six groups that share nothing: node 1's tests,

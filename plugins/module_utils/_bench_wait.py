@@ -74,6 +74,9 @@ ACTION_ONLY_OPTIONS = tuple(SLICE_OPTIONS) + ('label', 'estimate')
 HEALTH_TIMEOUT = 30.0
 # The Infera router answers its listing and /health from memory: longer than this is a router in trouble.
 ROUTER_TIMEOUT = 10.0
+# ...or a router busy with the point's first requests (the warmup sends 2xC at once): a listing that timed out is read
+# again, a second apart, until this long after the first reading. A router that refuses the connection is down: at once.
+ROUTER_PATIENCE = 30.0
 # A client whose requests all failed because the engine died often exits before the
 # engine's exit marker is written: give the marker this long before blaming the client.
 # The marker comes after Infera's wrapper has noticed the death (infera/engine/base.py polls its
@@ -316,8 +319,7 @@ class BenchPointWait:
         if first_call and options.router_url:
             # The client was started a moment ago and is still starting Python: these are the workers it will
             # be served by. A router that cannot list them cannot serve the point either.
-            workers_url = options.router_url.rstrip('/') + '/v1/workers'
-            self.router_workers, trouble = _health.router_workers(workers_url, ROUTER_TIMEOUT)
+            self.router_workers, trouble = self._read_router_workers(options.router_url.rstrip('/') + '/v1/workers')
             if trouble:
                 return self._finish('router', trouble)
         if options.engine_health_url:
@@ -329,6 +331,16 @@ class BenchPointWait:
                 self.health.finish_probe()
             return self._slice_result(), []
         return self._finish(*outcome)
+
+    def _read_router_workers(self, url):
+        """(workers, None) or (None, why not): the listing, read again while it only timed out (ROUTER_PATIENCE)."""
+        give_up_at = self.clock() + ROUTER_PATIENCE
+        while True:
+            workers, trouble = _health.router_workers(url, ROUTER_TIMEOUT)
+            # 'timed out' is how a socket timeout reads (socket.timeout, through urllib's URLError).
+            if not trouble or 'timed out' not in trouble or self.clock() >= give_up_at:
+                return workers, trouble
+            self.sleep(1.0)
 
     def _poll_until_outcome(self, slice_start):
         """The outcome tuple, or None when the slice (max_wait) is over first."""

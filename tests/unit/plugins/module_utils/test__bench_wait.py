@@ -769,3 +769,29 @@ def test_a_router_that_cannot_list_its_workers_aborts_the_point_at_once_and_stop
     assert 'the bench client was stopped (pids %d) and the partial point was discarded' % bench.pid in headline
     assert details['killed_pids'] == [bench.pid]
     assert details['router_workers'] is None
+
+
+def test_a_router_whose_listing_times_out_while_busy_is_read_again_before_the_point_is_judged(point, clock, monkeypatch):
+    # Under the warmup's 2xC requests a loaded router answered GET /v1/workers after more than ROUTER_TIMEOUT (a CI run
+    # of the quickstart's first sweep at c256): one slow reading aborted a point the router went on to serve.
+    listed = [{'worker_id': '10.0.0.5:30000'}]
+    answers = iter([(None, 'GET http://r/v1/workers answered timed out')] * 2 + [(listed, None)])
+    monkeypatch.setattr(_bench_wait._health, 'router_workers', lambda url, timeout: next(answers))
+    first, _warnings = point.wait(point.params(router_url='http://r', max_wait=0.1))
+    assert first['router_workers'] == listed
+    assert clock.slept[:2] == [1.0, 1.0]
+
+
+def test_a_router_whose_listing_keeps_timing_out_fails_the_point_after_the_patience(point, clock, monkeypatch):
+    readings = []
+
+    def timed_out(url, timeout):
+        readings.append(clock.now)
+        return None, 'GET %s answered timed out' % url
+
+    monkeypatch.setattr(_bench_wait._health, 'router_workers', timed_out)
+    message, details = point.failure(point.params(router_url='http://r', deadline=300))
+    assert message.splitlines()[0].startswith('the Infera router stopped answering during point c64 on node3')
+    assert 'GET http://r/v1/workers answered timed out' in message
+    assert details['router_workers'] is None
+    assert readings[-1] - readings[0] == _bench_wait.ROUTER_PATIENCE

@@ -147,7 +147,10 @@ def test_a_router_whose_etcd_never_answers_is_waited_for_while_it_runs_then_name
     exited = re.search(r"stage router: the router exited at its start, before /health answered \{\"status\": \"ok\"\} "
                        r"\(its process was gone ([0-9.]+) s into the wait\)", text)
     assert exited, out[-3000:]
-    assert float(exited.group(1)) >= 5, exited.group(0)
+    # A pattern matching nothing ends the wait at its first look (0 s). Infera's router exits ~10 s after its own start;
+    # how much of that passes before the wait's first look is the launch's time, up to 6.5 s under the suite's load (a
+    # CI run saw 3.45 s left): a second of looking at the running router is the proof, not a share of the 10 s.
+    assert float(exited.group(1)) >= 1, exited.group(0)
     assert f"Next step: check the etcd endpoint http://127.0.0.1:{port}" in text, out[-3000:]
     assert "httpx.ReadTimeout" in out, out[-3000:]
     assert "SGLang worker | Write the launch script if it changed and start the engine" not in out

@@ -29,33 +29,58 @@ first part) to the first worker with two tests or fewer left to run.
 
 from __future__ import annotations
 
-GROUPS = {
-    'tests/integration/test_fleet.py': 'fleet-nodes',
-    'tests/integration/test_fleet_sweep.py': 'fleet-nodes',
-    'tests/integration/test_fault_matrix.py': 'fault-node',
-    'tests/integration/test_engine_faults.py': 'node-6',
-    'tests/integration/test_secrets.py': 'node-6',
-    'tests/integration/test_infera_lifecycle.py': 'node-6',
-    'tests/integration/test_molecule.py': 'own-nodes',
-    'tests/integration/test_platform.py': 'own-nodes',
-    'tests/integration/test_etcd.py': 'own-nodes',
-    'tests/integration/test_stacks.py': 'own-nodes',
-    'tests/integration/test_user_path.py': 'ssh-node',
-}
+import ast
+import functools
+import pathlib
+
+import pytest
+
+# The groups, in the order they start. An integration test file names its own (pytestmark =
+# pytest.mark.nodes('<group>')); the other tests are lint or no-node by their folder.
 ORDER = ('fleet-nodes', 'ssh-node', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'lint', 'no-node')
+INTEGRATION = 'tests/integration/'
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=None)
+def declared_group(path):
+    """The group a test file declares by its module-level ``pytestmark = pytest.mark.nodes('<group>')``, read
+    from its source: xdist's scheduler runs in the controlling process, which sees test ids, never items."""
+    tree = ast.parse((ROOT / path).read_text(encoding='utf-8'))
+    for statement in tree.body:
+        if (isinstance(statement, ast.Assign) and [getattr(t, 'id', None) for t in statement.targets] == ['pytestmark']
+                and isinstance(statement.value, ast.Call) and ast.unparse(statement.value.func) == 'pytest.mark.nodes'
+                and [type(a) for a in statement.value.args] == [ast.Constant]):
+            return statement.value.args[0].value
+    return None
 
 
 def group_of(nodeid):
     """The group of a test, by its id (a path relative to the repository, then ::name)."""
     path = nodeid.split('::', 1)[0]
-    if path in GROUPS:
-        return GROUPS[path]
-    if path.startswith('tests/integration/'):
-        return 'node-1'
+    if path.startswith(INTEGRATION):
+        return declared_group(path) or 'undeclared'
     return 'lint' if path.startswith('tests/lint/') else 'no-node'
 
 
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'nodes(group): the rehearsal nodes an integration test file uses, one of '
+                            + ', '.join(ORDER[:-2]) + ' (tests/conftest.py schedules the files by it)')
+
+
 def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
+    """An integration test without a declared group of nodes stops the run before any test starts: it would share
+    nodes with whatever ran beside it."""
+    for item in items:
+        if not item.nodeid.startswith(INTEGRATION):
+            continue
+        marker = item.get_closest_marker('nodes')
+        group = group_of(item.nodeid)
+        if marker is None or group not in ORDER[:-2] or tuple(marker.args) != (group,):
+            raise pytest.UsageError(
+                f"{item.nodeid.split('::', 1)[0]}: an integration test file names the rehearsal nodes it uses in one "
+                f"module-level line, pytestmark = pytest.mark.nodes('<group>'), with a group of {', '.join(ORDER[:-2])} "
+                f"(tests/conftest.py); found {marker.args if marker else 'none'}")
     items.sort(key=lambda item: ORDER.index(group_of(item.nodeid)))
 
 

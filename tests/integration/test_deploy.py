@@ -12,6 +12,9 @@ import pytest
 
 from rehearsal import platform_up, run_playbook
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-1')
+
 
 def deploy(*extra, env=None):
     return run_playbook("deploy_mixed.yml", *extra, env=env, timeout=600)

@@ -11,6 +11,9 @@ from conftest import node_fixture, node_name
 from faults import ENGINE_FAULTS, engine_fault, port_held, stale_container
 from rehearsal import router_workers
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-6')
+
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/): no other
 # node's router lists its worker, nor its router theirs.
 NODE = node_name(6)

@@ -22,6 +22,9 @@ import pytest
 from conftest import node_name
 from rehearsal import Node, node_up, run_playbook
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('own-nodes')
+
 NODE_INDEX = 7
 NODE = node_name(NODE_INDEX)
 CONTAINER = "infera-etcd"

@@ -17,6 +17,9 @@ from faults import (bench_client_killed_then_interrupted, engine_killed_mid_swee
                     results_disk_full, router_crashed_mid_sweep)
 from rehearsal import router_workers
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('fault-node')
+
 # A node of the matrix's own (tests/conftest.py: group fault-node), so it runs beside node 1's tests; the rehearsal
 # inventory's isolated topology gives it an etcd prefix of its own.
 NODE = node_name(5)

@@ -17,6 +17,9 @@ import pytest
 
 from rehearsal import REPO, Node, node_up, run_playbook
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('fleet-nodes')
+
 # The fleet's nodes 1-3 are the platform's infera-node-2..4: infera-node-1 runs the single-node tests
 # at the same time (tests/conftest.py), on the default etcd prefix this fleet does not use.
 NODES = ["infera-node-2", "infera-node-3", "infera-node-4"]

@@ -15,10 +15,15 @@ import tempfile
 import threading
 import time
 
+import pytest
+
 from conftest import node_fixture, node_name
 from faults import playbook_env
 from rehearsal import (REPO, installed_infera_hashes, router_workers, run_playbook, send_in_flight,
                        vendored_infera_hashes)
+
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-6')
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
 NODE = node_name(6)

@@ -7,6 +7,9 @@ import pytest
 
 from rehearsal import PLATFORM, Node, node_up, platform_up
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('own-nodes')
+
 FLEET = ["fleet-test-1", "fleet-test-2", "fleet-test-3"]
 
 

@@ -16,6 +16,9 @@ import pytest
 from conftest import NODE
 from rehearsal import platform_up, run_playbook
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-1')
+
 BUSY_FILE = "/etc/infera-sim/busy-gpu"
 # The rehearsal node's Docker data root is a tmpfs (half the host's memory), not a 50 GiB disk.
 SMALL_DISK = json.dumps({"preflight_min_free_gib": 0.5})

@@ -7,8 +7,13 @@ group node-6), beside node 1's deploy tests.
 import json
 import subprocess
 
+import pytest
+
 from conftest import node_fixture, node_name
 from rehearsal import run_playbook
+
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-6')
 
 # The rehearsal inventory gives this node an etcd prefix of its own (inventories/rehearsal/host_vars/).
 NODE = node_name(6)

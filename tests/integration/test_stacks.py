@@ -21,6 +21,9 @@ from faults import ENGINE_FAULTS, SCALE
 from rehearsal import (LOAD_PROMPTS, REPO, Node, installed_infera_hashes, node_up, playbook_env, run_playbook,
                        send_in_flight, start_load, stop_load, vendored_infera_hashes)
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('own-nodes')
+
 NODE = node_name(7)
 STACK = "v0.2.10"
 SUMMARY = ("stack: Infera 0.2.10 on SGLang 0.5.17 (simulated engine) (ready limit INFERA_ENGINE_READY_TIMEOUT, drains "

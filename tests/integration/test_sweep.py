@@ -14,6 +14,9 @@ import pytest
 
 from conftest import NODE
 from rehearsal import REPO, playbook_env
+
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-1')
 TARGETS = REPO / "tests" / "integration" / "data" / "targets-rehearsal-64x64.yml"
 LENGTHS = {"sweep_random_input_len": 64, "sweep_random_output_len": 64}
 NO_LEVER = {"infera_extra_env": {"INFERA_SIM_TIME_SCALE": "0.05", "SGLANG_OPT_USE_FUSED_COMPRESS": None},

@@ -10,8 +10,13 @@ import re
 import subprocess
 import time
 
+import pytest
+
 from conftest import NODE
 from rehearsal import REPO, playbook_env
+
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-1')
 
 # The rehearsal node's engine is simulated: each progress line says so after the node's name.
 PROGRESS = re.compile(r"^(?P<host>\S+): \[SIMULATED engine\] point 1/1 c4 (?P<variant>\w+): main (?P<done>\d+)/(?P<total>\d+) requests, "

@@ -11,6 +11,9 @@ import pytest
 
 from rehearsal import run_playbook
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-1')
+
 
 @pytest.fixture(scope="module")
 def prepared(node):

@@ -39,6 +39,9 @@ import yaml
 
 from rehearsal import PLATFORM, REPO, Node, node_up
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('ssh-node')
+
 NODE = "infera-ssh-1"
 DOCKER5 = REPO / ".build" / "collections-docker5" / "ansible_collections" / "community" / "docker"
 TOKEN = "hf_rehearsalUserPathToken0123456789"

@@ -19,6 +19,9 @@ import pytest
 
 from rehearsal import REPO, Node, Walkthrough, platform_up, playbook_env
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-1')
+
 CONTAINER = "sgl_mix"
 WORK_DIR = "/var/lib/infera/sgl_mix"
 LENGTHS = {"sweep_random_input_len": 64, "sweep_random_output_len": 8}

@@ -15,6 +15,9 @@ import pytest
 
 from rehearsal import Node, Walkthrough, platform_up, read_jsonl, wait_for_worker
 
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('node-1')
+
 CONTAINER = "sgl_mix"
 READY = "The server is fired up and ready to roll!"
 FATAL = r"unrecognized arguments|Traceback|error:"

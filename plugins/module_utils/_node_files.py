@@ -38,12 +38,13 @@ def read_exit_code(path):
     return int(text) if re.match(r'^-?\d+$', text) else None
 
 
-def wait_for_exit_code(path, grace=EXIT_CODE_GRACE):
-    """The code in an exit file that has appeared, waiting up to grace seconds for it; None if none comes."""
-    give_up_at = time.time() + grace
+def wait_for_exit_code(path, grace=EXIT_CODE_GRACE, clock=time.time, sleep=time.sleep):
+    """The code in an exit file that has appeared, waiting up to grace seconds for it (every 0.1 s, on clock and
+    sleep, which the unit tests inject); None if none comes."""
+    give_up_at = clock() + grace
     code = read_exit_code(path)
-    while code is None and time.time() < give_up_at:
-        time.sleep(0.1)
+    while code is None and clock() < give_up_at:
+        sleep(0.1)
         code = read_exit_code(path)
     return code
 

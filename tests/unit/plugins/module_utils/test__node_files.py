@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
-import time
 
 import pytest
 
@@ -53,27 +51,26 @@ def test_an_exit_file_of_bytes_that_are_not_text_holds_no_code(tmp_path):
     assert read_exit_code(str(path)) is None
 
 
-def test_wait_for_exit_code_returns_a_code_already_written_at_once(tmp_path):
+def test_wait_for_exit_code_returns_a_code_already_written_at_once(tmp_path, clock):
     path = tmp_path / 'engine.exit'
     path.write_text('137\n')
-    started = time.time()
-    assert wait_for_exit_code(str(path), grace=60) == 137
-    assert time.time() - started < 10
+    assert wait_for_exit_code(str(path), grace=60, clock=clock.time, sleep=clock.sleep) == 137
+    assert clock.slept == []
 
 
-def test_wait_for_exit_code_waits_for_a_code_written_just_after_the_file(tmp_path):
+def test_wait_for_exit_code_waits_for_a_code_written_just_after_the_file(tmp_path, clock):
     path = tmp_path / 'engine.exit'
     path.write_text('')
-    threading.Timer(0.2, path.write_text, ('137\n',)).start()
-    assert wait_for_exit_code(str(path), grace=5) == 137
+    clock.after(0.2, lambda: path.write_text('137\n'))
+    assert wait_for_exit_code(str(path), grace=5, clock=clock.time, sleep=clock.sleep) == 137
+    assert clock.now == pytest.approx(0.2)
 
 
-def test_wait_for_exit_code_gives_up_after_the_grace(tmp_path):
+def test_wait_for_exit_code_gives_up_after_the_grace(tmp_path, clock):
     path = tmp_path / 'engine.exit'
     path.write_text('')
-    started = time.time()
-    assert wait_for_exit_code(str(path), grace=0.3) is None
-    assert 0.3 <= time.time() - started < 10
+    assert wait_for_exit_code(str(path), grace=0.3, clock=clock.time, sleep=clock.sleep) is None
+    assert clock.now == pytest.approx(0.3)
 
 
 def test_read_pid_says_nothing_until_the_wrapper_has_written_one(tmp_path):

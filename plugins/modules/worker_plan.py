@@ -167,6 +167,11 @@ made:
   returned: success
   type: bool
   sample: true
+phase:
+  description: Whether the worker runs one of the plan's phases (RV(plan)'s C(variant), C(argv) and C(env) are the phase's).
+  returned: success
+  type: bool
+  sample: false
 warning:
   description:
     - A one-line warning naming the node when a new plan raises the capture set above the recipe's without lowering

@@ -107,8 +107,8 @@ def capture_warning(params, recipe, node):
 
 
 def make_plan(params, node, load_recipe):
-    """{'plan': the plan this worker runs, 'made': whether it was made now, 'warning': text or '', 'warnings': the
-    selection's own}. load_recipe(path) reads the recipe file when no recipe is given. Raises VariantError
+    """{'plan': the plan this worker runs, 'made': whether it was made now, 'phase': whether it runs a phase of the
+    plan (its variant, argv and env are the phase's), 'warning': text or '', 'warnings': the selection's own}. load_recipe(path) reads the recipe file when no recipe is given. Raises VariantError
     (module_utils/_variant.py) on bad input, and what load_recipe raises."""
     inputs = plan_inputs(params, load_recipe)
     plan = kept_plan(params['previous'], inputs)
@@ -125,8 +125,8 @@ def make_plan(params, node, load_recipe):
     phase = phase_asked(plan, inputs)
     if phase:
         plan = {**plan, **{key: phase[key] for key in PHASE_KEYS}}
-    return {'plan': plan, 'made': made, 'warning': capture_warning(params, inputs['recipe'], node) if made else '',
-            'warnings': warnings}
+    return {'plan': plan, 'made': made, 'phase': bool(phase),
+            'warning': capture_warning(params, inputs['recipe'], node) if made else '', 'warnings': warnings}
 
 
 def missing_recipe_file(path):

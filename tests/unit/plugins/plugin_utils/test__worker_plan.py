@@ -84,7 +84,8 @@ def test_a_sweep_phase_keeps_the_sweep_s_plan_and_runs_the_phase(params, load):
     sweep = make_plan({**params, 'conc': [64, 256]}, 'n1', load)['plan']
     assert [phase['variant'] for phase in sweep['phases']] == ['nodp', 'dp']
     phase = make_plan({**params, 'conc': [256], 'variant': 'dp', 'previous': sweep}, 'n1', load)
-    assert not phase['made']
+    assert not phase['made'] and phase['phase']
+    assert not make_plan({**params, 'conc': [64, 256], 'previous': sweep}, 'n1', load)['phase']
     assert phase['plan']['variant'] == 'dp' and phase['plan']['argv'] == sweep['phases'][1]['argv']
     assert phase['plan']['inputs'] == sweep['inputs'] and phase['plan']['phases'] == sweep['phases']
 

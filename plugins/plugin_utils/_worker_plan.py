@@ -108,8 +108,9 @@ def capture_warning(params, recipe, node):
 
 def make_plan(params, node, load_recipe):
     """{'plan': the plan this worker runs, 'made': whether it was made now, 'phase': whether it runs a phase of the
-    plan (its variant, argv and env are the phase's), 'warning': text or '', 'warnings': the selection's own}. load_recipe(path) reads the recipe file when no recipe is given. Raises VariantError
-    (module_utils/_variant.py) on bad input, and what load_recipe raises."""
+    plan (its variant, argv and env are the phase's), 'warning': text or '', 'warnings': the selection's own}.
+    load_recipe(path) reads the recipe file when no recipe is given. Raises VariantError (module_utils/_variant.py) on
+    bad input, and what load_recipe raises."""
     inputs = plan_inputs(params, load_recipe)
     plan = kept_plan(params['previous'], inputs)
     made = plan is None

@@ -38,9 +38,11 @@ def read_exit_code(path):
     return int(text) if re.match(r'^-?\d+$', text) else None
 
 
-def wait_for_exit_code(path, grace=EXIT_CODE_GRACE, clock=time.time, sleep=time.sleep):
+def wait_for_exit_code(path, grace=EXIT_CODE_GRACE, clock=None, sleep=None):
     """The code in an exit file that has appeared, waiting up to grace seconds for it (every 0.1 s, on clock and
-    sleep, which the unit tests inject); None if none comes."""
+    sleep, which the unit tests inject; this module's time when not given, looked up at the call); None if none
+    comes."""
+    clock, sleep = clock or time.time, sleep or time.sleep
     give_up_at = clock() + grace
     code = read_exit_code(path)
     while code is None and clock() < give_up_at:

@@ -38,3 +38,14 @@ attributes:
     details:
       - The module changes nothing on the target and always reports C(changed=false).
 """
+
+    CONTROLLER = r"""
+options: {}
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+"""

@@ -28,13 +28,7 @@ author:
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.read_only
-attributes:
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
+  - infera.serving._attributes.controller
 options:
   pattern:
     description:

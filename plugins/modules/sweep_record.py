@@ -31,6 +31,7 @@ author:
   - Infera serving maintainers (@infera)
 extends_documentation_fragment:
   - infera.serving._attributes
+  - infera.serving._attributes.controller
 attributes:
   check_mode:
     support: full
@@ -43,12 +44,6 @@ attributes:
     details:
       - Each point records when it was recorded (C(ended)), so recording a point again rewrites the manifest; the file is
         otherwise rewritten only when its content differs.
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
 options:
   dest:
     description:

@@ -45,6 +45,7 @@ author:
   - Infera serving maintainers (@infera)
 extends_documentation_fragment:
   - infera.serving._attributes
+  - infera.serving._attributes.controller
 attributes:
   check_mode:
     support: full
@@ -56,12 +57,6 @@ attributes:
     support: full
     details:
       - Files are rewritten only when their content differs, so a second run on the same folder reports C(changed=false).
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
 options:
   run_dir:
     description:

@@ -12,8 +12,6 @@ the container, stat or slurp of each file): each node task costs a connection an
 line the way `pgrep -a -f` inside the container matches them, with the pid the container sees (the last
 NSpid field). Each path: whether it exists, its kind (file, directory, device) and mode, and of a regular
 file its SHA-1 (what ansible.builtin.template compares) and first lines; a secret file (exists_only) only whether it exists.
-With wait_healthy, after the look: the wait until a service in the container answers healthy, or its process ended
-(wait_healthy()).
 """
 
 from __future__ import annotations
@@ -22,12 +20,10 @@ import hashlib
 import os
 import re
 import stat
-import time
 from urllib.parse import quote
 
-from ansible_collections.infera.serving.plugins.module_utils._docker_socket import docker_json
+from ansible_collections.infera.serving.plugins.module_utils._docker_socket import docker_json, inspect_container
 from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
-from ansible_collections.infera.serving.plugins.module_utils._health import get_text, wait_until
 from ansible_collections.infera.serving.plugins.module_utils._procs import (
     all_pids,
     pid_in_namespace,
@@ -43,13 +39,6 @@ ARGUMENT_SPEC = dict(
     exists_only=dict(type='dict', default={}),
     image=dict(type='str'),
     head_lines=dict(type='int', default=5),
-    wait_healthy=dict(type='dict', options=dict(
-        url=dict(type='str', required=True),
-        expect=dict(type='str', default=''),
-        timeout=dict(type='float', default=60.0),
-        poll=dict(type='float', default=0.5),
-        restart_count=dict(type='int'),
-    )),
     docker_socket=dict(type='path', default='/var/run/docker.sock'),
     timeout=dict(type='float', default=5.0),
 )
@@ -59,11 +48,6 @@ _NO_CONTAINER = {'exists': False, 'running': False, 'id': '', 'image': '', 'pid'
 
 class ContainerStatusError(InferaServingError):
     """A bad argument: the task fails with this message."""
-
-
-def _inspect(socket_path, name, timeout):
-    """Docker's inspect of the named container (GET /containers/<name>/json), None when there is none."""
-    return docker_json(socket_path, '/containers/%s/json' % quote(name, safe=''), timeout)
 
 
 def container_rootfs(running, pid, merged_dir):
@@ -77,7 +61,7 @@ def container_rootfs(running, pid, merged_dir):
 
 def container_state(socket_path, name, timeout):
     """The named container as the engine reports it: exists, running, id, image, pid and its root filesystem."""
-    inspect = _inspect(socket_path, name, timeout)
+    inspect = inspect_container(socket_path, name, timeout)
     if not inspect:
         return dict(_NO_CONTAINER)
     state = inspect.get('State') or {}
@@ -164,61 +148,6 @@ def file_state(path, head_lines):
     return result
 
 
-def _run_state(socket_path, name, timeout):
-    """(exists, running, pid, restart count, Docker's status word, exit code) of the named container."""
-    inspect = _inspect(socket_path, name, timeout)
-    if not inspect:
-        return {'exists': False, 'running': False, 'pid': 0, 'restart_count': 0, 'status': 'gone', 'exit_code': None}
-    state = inspect.get('State') or {}
-    return {'exists': True, 'running': bool(state.get('Running')) and not state.get('Restarting'),
-            'pid': int(state.get('Pid') or 0), 'restart_count': int(inspect.get('RestartCount') or 0),
-            'status': state.get('Status', ''), 'exit_code': state.get('ExitCode')}
-
-
-def wait_healthy(socket_path, name, spec, docker_timeout, clock=time.monotonic, sleep=time.sleep):
-    """Ask spec['url'] every spec['poll'] s until it answers 200 with a body that spec['expect'] (a regular
-    expression) matches, or the container's process has ended, or spec['timeout'] s have passed.
-
-    The container's process has ended when the container no longer runs (it exited, or Docker is waiting to
-    restart it), or when it runs again under another pid or with more restarts than spec['restart_count'] (the
-    count its start reported; else the first look's): a service that exits at its start under a restart policy
-    crash-loops, and waiting out the timeout would tell nothing more. What answers the URL is asked first, so a
-    healthy answer from another process on the port still ends the wait as healthy (the caller checks who answered).
-
-    Returns ended ('healthy', 'exited', 'restarted', 'gone', 'timeout'), healthy, waited (s), looks, the last
-    answer (status, body, error) and the container's last state (running, pid, restart_count, status, exit_code).
-    """
-    expect = re.compile(spec.get('expect') or '')
-    started = clock()
-    seen = {'looks': 0, 'first_pid': None, 'baseline': spec.get('restart_count')}
-
-    def look():
-        seen['looks'] += 1
-        status, body, error = get_text(spec['url'], max(0.5, min(5.0, started + spec['timeout'] - clock())))
-        state = _run_state(socket_path, name, docker_timeout)
-        if status == 200 and expect.search(body):
-            ended = 'healthy'
-        elif not state['exists']:
-            ended = 'gone'
-        elif not state['running']:
-            ended = 'exited'
-        elif ((seen['first_pid'] is not None and state['pid'] != seen['first_pid'])
-              or (seen['baseline'] is not None and state['restart_count'] > seen['baseline'])):
-            ended = 'restarted'
-        else:
-            ended = ''
-        if seen['first_pid'] is None:
-            seen['first_pid'] = state['pid']
-            if seen['baseline'] is None:
-                seen['baseline'] = state['restart_count']
-        return {'ended': ended, 'status': status, 'body': body[-2000:], 'error': error, 'container': state}
-
-    result = wait_until(look, lambda result: result['ended'], spec['timeout'], spec['poll'], clock, sleep)
-    result['ended'] = result['ended'] or 'timeout'
-    result.update(healthy=result['ended'] == 'healthy', waited=round(clock() - started, 2), looks=seen['looks'])
-    return result
-
-
 def container_status(params):
     """The module's result from its parameters."""
     for name, pattern in params['processes'].items():
@@ -230,17 +159,6 @@ def container_status(params):
         for name, path in params[option].items():
             if not isinstance(path, str) or not os.path.isabs(path):
                 raise ContainerStatusError('%s.%s must be an absolute path on the node, got %r' % (option, name, path))
-    wait = params.get('wait_healthy')
-    if wait:
-        if not re.match(r'https?://[^/]', wait['url'] or ''):
-            raise ContainerStatusError('wait_healthy.url must be an http(s):// URL, got %r' % wait['url'])
-        try:
-            re.compile(wait['expect'] or '')
-        except re.error as error:
-            raise ContainerStatusError('wait_healthy.expect is not a valid regular expression (%s): %r' % (error, wait['expect']))
-        if not wait['poll'] > 0 or wait['timeout'] < 0:
-            raise ContainerStatusError('wait_healthy.poll must be above 0 and wait_healthy.timeout at least 0, got %r and %r'
-                                       % (wait['poll'], wait['timeout']))
     container = container_state(params['docker_socket'], params['container'], params['timeout'])
     result = {
         'container': container,
@@ -250,6 +168,4 @@ def container_status(params):
     }
     if params.get('image'):
         result['image'] = image_state(params['docker_socket'], params['image'], params['timeout'])
-    if wait:
-        result['health'] = wait_healthy(params['docker_socket'], params['container'], wait, params['timeout'])
     return result

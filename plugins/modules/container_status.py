@@ -24,12 +24,6 @@ description:
     compare) and its first O(head_lines) lines. A device is never opened. The roles render a launch script on the
     controller and write it only when its checksum or mode differs, and create directories only when one is missing.
   - Each of O(exists_only) comes back with whether it exists only; its content, checksum and mode are never read.
-  - With O(wait_healthy), after the look, it waits until a service in the container answers healthy at a URL, or
-    until the container's process has ended, whichever comes first, and returns how the wait ended in RV(health).
-    The process has ended when the container no longer runs (it exited, or Docker waits to restart it) or runs
-    again under another pid or with more restarts than O(wait_healthy.restart_count). A service that exits at its
-    start under a restart policy crash-loops; this reports the first exit instead of waiting out the timeout. The
-    wait changes nothing either.
 author:
   - Infera serving maintainers (@infera)
 extends_documentation_fragment:
@@ -57,34 +51,6 @@ options:
       - An image name (with its tag) to inspect as well, for example the container's. The container role reads it
         before it pulls, and pulls only an image the node does not have.
     type: str
-  wait_healthy:
-    description:
-      - Wait, after the look, until O(wait_healthy.url) answers HTTP 200 with a body O(wait_healthy.expect) matches, or
-        the container's process has ended, or O(wait_healthy.timeout) seconds have passed. The URL is asked first at
-        each look, so another process answering on the port ends the wait as healthy (the caller checks who answered).
-    type: dict
-    suboptions:
-      url:
-        description: The service's health URL, asked from the node with a GET.
-        type: str
-        required: true
-      expect:
-        description: A regular expression the healthy answer's body must match (C(re.search)); empty matches any 200.
-        type: str
-        default: ''
-      timeout:
-        description: Seconds to wait at most.
-        type: float
-        default: 60.0
-      poll:
-        description: Seconds between looks.
-        type: float
-        default: 0.5
-      restart_count:
-        description:
-          - The container's restart count when it was started (C(RestartCount) from C(community.docker.docker_container)).
-            A higher count means its process ended and Docker restarted it. Without it, the first look's count.
-        type: int
   head_lines:
     description: How many first lines of each of O(files) are returned.
     type: int
@@ -120,17 +86,6 @@ EXAMPLES = r"""
       token: /var/lib/infera/sgl_mix/run/secrets.env
   register: _worker_found
   become: true
-
-- name: Etcd | Wait until /health answers {"health":"true"}, or etcd exits
-  infera.serving.container_status:
-    container: infera-etcd
-    wait_healthy:
-      url: http://127.0.0.1:2379/health
-      expect: '"health"\s*:\s*"true"'
-      timeout: 60
-      restart_count: 0  # RestartCount when the container was started
-  register: _etcd_health
-  failed_when: not _etcd_health.health.healthy
 """
 
 RETURN = r"""
@@ -169,19 +124,6 @@ image:
   type: dict
   sample: {Id: "sha256:5b1e...", RepoTags: ["registry.example.com/infera/sglang-rocm:dsv4"],
            RepoDigests: ["registry.example.com/infera/sglang-rocm@sha256:77c0..."], Config: {Labels: {}}}
-health:
-  description:
-    - How the wait of O(wait_healthy) ended. C(ended) is V(healthy), V(exited) (the container no longer runs),
-      V(restarted) (it runs again under another pid, or restarted more often than O(wait_healthy.restart_count)),
-      V(gone) (no such container) or V(timeout); C(healthy) is true for V(healthy) only. C(waited) is the seconds
-      waited, C(looks) how many looks; C(status), C(body) (its last 2,000 characters) and C(error) are the URL's last
-      answer; C(container) the container's last state (C(running), C(pid), C(restart_count), C(status) and
-      C(exit_code) as Docker reports them).
-  returned: when O(wait_healthy) is set
-  type: dict
-  sample: {ended: exited, healthy: false, waited: 0.61, looks: 2, status: null, body: "",
-           error: "[Errno 111] Connection refused",
-           container: {running: false, pid: 0, restart_count: 1, status: restarting, exit_code: 1}}
 """
 
 from ansible.module_utils.basic import AnsibleModule

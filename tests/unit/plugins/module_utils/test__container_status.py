@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.infera.serving.plugins.module_utils import _container_status, _procs
+from ansible_collections.infera.serving.plugins.module_utils import _procs
 from ansible_collections.infera.serving.plugins.module_utils._container_status import (
     ARGUMENT_SPEC,
     ContainerStatusError,
@@ -20,7 +20,7 @@ from ansible_collections.infera.serving.plugins.module_utils._container_status i
     processes_in,
 )
 
-from .test__preflight import DockerEngine, HttpServer
+from .test__preflight import DockerEngine
 
 WRAPPER = '^python -m infera[.]engine[.]sglang '
 ENGINE = '-m sglang[.]launch_server '
@@ -161,12 +161,6 @@ def test_a_directory_and_a_device_are_described_and_never_read(docker, tmp_path)
     ({'processes': {'engine': '-m sglang[.launch_server'}}, r'processes\.engine is not a valid regular expression'),
     ({'files': {'script': 'scripts/engine.sh'}}, r"files\.script must be an absolute path on the node, got 'scripts/engine.sh'"),
     ({'exists_only': {'token': ''}}, r"exists_only\.token must be an absolute path on the node, got ''"),
-    ({'wait_healthy': {'url': '127.0.0.1:2379/health', 'expect': '', 'timeout': 1.0, 'poll': 0.5, 'restart_count': None}},
-     r"wait_healthy\.url must be an http\(s\):// URL, got '127\.0\.0\.1:2379/health'"),
-    ({'wait_healthy': {'url': 'http://127.0.0.1:2379/health', 'expect': '"health"[', 'timeout': 1.0, 'poll': 0.5,
-                       'restart_count': None}}, r'wait_healthy\.expect is not a valid regular expression'),
-    ({'wait_healthy': {'url': 'http://127.0.0.1:2379/health', 'expect': '', 'timeout': 1.0, 'poll': 0.0,
-                       'restart_count': None}}, r'wait_healthy\.poll must be above 0'),
 ])
 def test_a_bad_argument_is_refused_by_name(docker, overrides, message):
     with pytest.raises(ContainerStatusError, match=message):
@@ -209,128 +203,3 @@ def test_an_image_without_labels_or_digests_comes_back_with_empty_ones(proc, doc
     docker.images['local:1'] = {'Id': 'sha256:aa', 'RepoTags': ['local:1'], 'RepoDigests': None, 'Config': {'Labels': None}}
     assert container_status(params(docker, image='local:1'))['image'] == {
         'Id': 'sha256:aa', 'RepoTags': ['local:1'], 'RepoDigests': [], 'Config': {'Labels': {}}}
-
-
-# ------------------------------------------------------------------ wait_healthy: a service's health, or its exit
-
-HEALTHY = '"health"\\s*:\\s*"true"'
-
-
-class Clock:
-    """A fake clock whose sleep advances it and runs `on_sleep` (the world changing between two looks)."""
-
-    def __init__(self, on_sleep=None):
-        self.now = 100.0
-        self.sleeps = []
-        self.on_sleep = on_sleep or (lambda count: None)
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
-        self.on_sleep(len(self.sleeps))
-
-
-def etcd_container(docker, pid=4000, running=True, restarting=False, restarts=0, status='running', exit_code=0):
-    docker.containers['infera-etcd'] = {'Id': 'e1', 'Config': {'Image': 'etcd:3.4'}, 'RestartCount': restarts,
-                                        'State': {'Running': running, 'Restarting': restarting, 'Pid': pid,
-                                                  'Status': status, 'ExitCode': exit_code}}
-
-
-def spec(url, timeout=60.0, poll=0.5, restart_count=None, expect=HEALTHY):
-    return {'url': url, 'expect': expect, 'timeout': timeout, 'poll': poll, 'restart_count': restart_count}
-
-
-def test_a_healthy_answer_ends_the_wait_at_the_first_look(docker):
-    etcd_container(docker)
-    with HttpServer(200, {'health': 'true'}) as etcd:
-        clock = Clock()
-        health = _container_status.wait_healthy(docker.socket, 'infera-etcd', spec('http://%s/health' % etcd.address),
-                                                5, clock=clock, sleep=clock.sleep)
-    assert (health['ended'], health['healthy'], health['looks'], clock.sleeps) == ('healthy', True, 1, [])
-    assert health['status'] == 200 and '"health": "true"' in health['body']
-    assert health['container'] == {'exists': True, 'running': True, 'pid': 4000, 'restart_count': 0, 'status': 'running',
-                                   'exit_code': 0}
-
-
-def test_an_unhealthy_answer_is_asked_again_until_healthy_and_the_body_must_match(docker):
-    etcd_container(docker)
-    with HttpServer(200, {'health': 'false', 'reason': 'RAFT NO LEADER'}) as etcd:
-        def become_healthy(count):
-            if count == 3:
-                etcd.body = {'health': 'true'}
-        clock = Clock(become_healthy)
-        health = _container_status.wait_healthy(docker.socket, 'infera-etcd', spec('http://%s/health' % etcd.address),
-                                                5, clock=clock, sleep=clock.sleep)
-    assert (health['ended'], health['looks'], clock.sleeps) == ('healthy', 4, [0.5, 0.5, 0.5])
-
-
-def test_a_container_that_stopped_ends_the_wait_at_once_with_its_state(docker):
-    # Nothing listens on the port: etcd exited at its start; Docker waits to restart it.
-    etcd_container(docker, pid=0, running=True, restarting=True, restarts=1, status='restarting', exit_code=1)
-    clock = Clock()
-    health = _container_status.wait_healthy(docker.socket, 'infera-etcd', spec('http://127.0.0.1:9/health'), 5,
-                                            clock=clock, sleep=clock.sleep)
-    assert (health['ended'], health['healthy'], health['looks'], health['status']) == ('exited', False, 1, None)
-    assert health['error']
-    assert health['container'] == {'exists': True, 'running': False, 'pid': 0, 'restart_count': 1, 'status': 'restarting',
-                                   'exit_code': 1}
-
-
-def test_a_container_that_runs_again_under_another_pid_has_restarted(docker):
-    etcd_container(docker, pid=4000)
-
-    def restart(count):
-        if count == 2:
-            etcd_container(docker, pid=4100, restarts=1)
-    clock = Clock(restart)
-    health = _container_status.wait_healthy(docker.socket, 'infera-etcd', spec('http://127.0.0.1:9/health'), 5,
-                                            clock=clock, sleep=clock.sleep)
-    assert (health['ended'], health['looks'], health['waited']) == ('restarted', 3, 1.0)
-    assert health['container']['pid'] == 4100
-
-
-def test_more_restarts_than_at_its_start_is_a_restart_even_at_the_first_look(docker):
-    # It crashed and came back before the first look: the pid is new to the wait, but its count is not the start's.
-    etcd_container(docker, pid=4100, restarts=2)
-    clock = Clock()
-    health = _container_status.wait_healthy(docker.socket, 'infera-etcd', spec('http://127.0.0.1:9/health', restart_count=1),
-                                            5, clock=clock, sleep=clock.sleep)
-    assert (health['ended'], health['looks']) == ('restarted', 1)
-    # Without the count from its start, the first look's count is the baseline: the same state is waited on.
-    clock = Clock()
-    health = _container_status.wait_healthy(docker.socket, 'infera-etcd', spec('http://127.0.0.1:9/health', timeout=2.0),
-                                            5, clock=clock, sleep=clock.sleep)
-    assert (health['ended'], health['looks']) == ('timeout', 5)
-
-
-def test_a_running_container_that_never_answers_is_waited_for_until_the_timeout(docker):
-    etcd_container(docker, restarts=3)
-    clock = Clock()
-    health = _container_status.wait_healthy(docker.socket, 'infera-etcd',
-                                            spec('http://127.0.0.1:9/health', timeout=3.0, poll=1.0, restart_count=3),
-                                            5, clock=clock, sleep=clock.sleep)
-    assert (health['ended'], health['healthy'], health['looks'], health['waited']) == ('timeout', False, 4, 3.0)
-
-
-def test_a_missing_container_is_gone_and_another_process_answering_healthy_still_counts(docker):
-    clock = Clock()
-    health = _container_status.wait_healthy(docker.socket, 'infera-etcd', spec('http://127.0.0.1:9/health'), 5,
-                                            clock=clock, sleep=clock.sleep)
-    assert (health['ended'], health['container']['exists']) == ('gone', False)
-    # Another etcd on the port answers while this container is down: healthy, and the caller asks who answered.
-    etcd_container(docker, pid=0, running=False, status='exited', exit_code=1)
-    with HttpServer(200, {'health': 'true'}) as other:
-        health = _container_status.wait_healthy(docker.socket, 'infera-etcd', spec('http://%s/health' % other.address), 5)
-    assert (health['ended'], health['container']['status']) == ('healthy', 'exited')
-
-
-def test_the_module_returns_the_wait_beside_the_look(proc, docker):
-    etcd_container(docker)
-    with HttpServer(200, {'health': 'true'}) as etcd:
-        result = container_status(params(docker, container='infera-etcd', processes={},
-                                         wait_healthy=spec('http://%s/health' % etcd.address)))
-    assert result['container']['running'] and result['health']['ended'] == 'healthy'
-    assert 'health' not in container_status(params(docker, container='infera-etcd', processes={}))

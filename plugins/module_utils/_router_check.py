@@ -13,10 +13,7 @@ worker. The check has three steps, each polled every `poll` seconds up to its ow
    does not answer at all (refused, unreachable, timed out) is a lost node: it is reported in
    `lost` and left out of the expected worker count, not waited on.
 2. this router: /health is ok with at least the expected active workers and /v1/workers lists
-   that many, including the worker when one is named (`timeout`). When `process_pattern` and
-   `container_pid` are given (the router's start), the wait also ends as soon as no process in that
-   container matches the pattern: a router that exits at its start (a bad tokenizer path, a port
-   taken) is reported then (`router_exited`), not after the whole timeout.
+   that many, including the worker when one is named (`timeout`).
 3. a temperature-0 chat completion through this router returns text (only when 2 passed).
 4. the accuracy smoke (_accuracy): `accuracy_questions` gsm8k-style questions through this
    router, all at once (at most 32), the share answered right against `accuracy_threshold` (only when 3
@@ -31,7 +28,6 @@ import json
 import time
 
 from ansible_collections.infera.serving.plugins.module_utils._accuracy import smoke
-from ansible_collections.infera.serving.plugins.module_utils._container_status import processes_in
 from ansible_collections.infera.serving.plugins.module_utils._health import get_json, request_json, wait_until
 
 
@@ -67,18 +63,13 @@ def check_fleet(routers, worker_id, timeout, poll, request_timeout=5, clock=time
 
 
 def check_router(router, expected_workers, worker_id='', timeout=10, poll=0.2, request_timeout=5,
-                 clock=time.monotonic, sleep=time.sleep, alive=None):
+                 clock=time.monotonic, sleep=time.sleep):
     """Wait until this router is healthy with expected_workers and lists worker_id (when given).
 
-    alive, when given, is asked after each look that did not pass; once it answers False (the router's process is
-    gone) the wait ends there.
-
-    Returns a dict: health (the /health body or None), health_error, workers (ids), workers_error, ok, exited
-    (the wait ended because alive() said the process was gone) and waited (seconds).
+    Returns a dict: health (the /health body or None), health_error, workers (ids), workers_error and ok.
     """
     base = router.rstrip('/')
-    started = clock()
-    state = {'exited': False}
+    state = {}
 
     def probe():
         status, health, health_error = get_json(base + '/health', request_timeout)
@@ -94,18 +85,9 @@ def check_router(router, expected_workers, worker_id='', timeout=10, poll=0.2, r
         state['ok'] = (health.get('status') == 'ok' and active >= expected_workers
                        and len(state['workers']) >= expected_workers
                        and (not worker_id or worker_id in state['workers']))
-        if not state['ok'] and alive is not None:
-            state['exited'] = not alive()
         return state
 
-    result = wait_until(probe, lambda result: result['ok'] or result['exited'], timeout, poll, clock, sleep)
-    result['waited'] = round(clock() - started, 2)
-    return result
-
-
-def process_alive(container_pid, pattern):
-    """alive() for check_router: whether a process in container_pid's pid namespace matches pattern."""
-    return lambda: bool(processes_in(container_pid, {'router': pattern})['router'])
+    return wait_until(probe, lambda result: result['ok'], timeout, poll, clock, sleep)
 
 
 def chat(router, model, content, max_tokens=32, timeout=120):
@@ -130,15 +112,11 @@ def run(params, clock=time.monotonic, sleep=time.sleep):
     expected = params['expected_workers']
     if params['expected_hosts'] is not None:
         expected = len(set(params['expected_hosts']) - set(lost))
-    alive = None
-    if params.get('process_pattern') and params.get('container_pid'):
-        alive = process_alive(params['container_pid'], params['process_pattern'])
     router = check_router(params['router'], expected, params['worker_id'], params['timeout'], params['poll'],
-                          clock=clock, sleep=sleep, alive=alive)
+                          clock=clock, sleep=sleep)
     result = dict(fleet=fleet, lost=lost, expected_workers=expected, health=router['health'],
                   health_error=router['health_error'], workers=router['workers'],
                   workers_error=router['workers_error'], router_ok=router['ok'],
-                  router_exited=router['exited'], router_waited=router['waited'],
                   unlisted=[item['host'] for item in fleet if item['status'] is not None and not item['listed']],
                   completion=None, completion_status=None, completion_error=None, accuracy=None)
     if router['ok'] and params['model']:

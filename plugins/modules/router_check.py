@@ -68,22 +68,6 @@ options:
     description: Seconds between two looks.
     type: float
     default: 0.2
-  process_pattern:
-    description:
-      - A regular expression for the command line of the router's process (C(re.search), as C(pgrep -f) matches it).
-        With O(container_pid), each look at O(router) that does not pass also looks for a process matching it among
-        the processes of that container; once there is none, the wait ends there and RV(router_exited) is true,
-        instead of waiting out O(timeout). Empty does not look.
-      - The router role gives the router's command and its launch script's path, so the moment between the start and
-        the C(exec) of the router counts as running.
-    type: str
-    default: ''
-  container_pid:
-    description:
-      - The process id, on the node, of the container's first process (Docker's C(State.Pid)); the processes looked at
-        for O(process_pattern) are those of its pid namespace. V(0) does not look.
-    type: int
-    default: 0
   model:
     description: The served model name for the chat completion. Empty skips the completion.
     type: str
@@ -116,6 +100,7 @@ notes:
   - Requests go straight to the routers; a proxy from the environment is not used.
 seealso:
   - module: infera.serving.sglang_ready
+  - module: infera.serving.router_up
 """
 
 EXAMPLES = r"""
@@ -176,17 +161,6 @@ router_ok:
   description: Whether this router was healthy with the expected workers, including O(worker_id), in time.
   returned: always
   type: bool
-router_exited:
-  description:
-    - Whether the wait for O(router) ended because no process matched O(process_pattern) any more (always false when
-      it is not given).
-  returned: always
-  type: bool
-router_waited:
-  description: Seconds the wait for O(router) took.
-  returned: always
-  type: float
-  sample: 2.4
 health:
   description: The last C(/health) body of this router, or null.
   returned: always
@@ -271,8 +245,6 @@ def main():
             fleet_timeout=dict(type='float', default=30),
             timeout=dict(type='float', default=10),
             poll=dict(type='float', default=0.2),
-            process_pattern=dict(type='str', default=''),
-            container_pid=dict(type='int', default=0),
             model=dict(type='str', default=''),
             prompt=dict(type='str', default='1+1=?'),
             max_tokens=dict(type='int', default=32, no_log=False),

@@ -4,8 +4,9 @@
 # This plugin util is PRIVATE to the infera.serving collection; it may change at any time.
 
 """What the roles decide from one infera.serving.container_status look (roles/*/tasks/find.yml): whether a launch
-script on the node is the one rendered now, and the worker's state (its wrapper, engines left without it, the variant
-it runs, the last launch's exit and whether that launch may have left a record in etcd)."""
+script on the node is the one rendered now, the router's state (whether it runs, whether its script is current) and
+the worker's state (its wrapper, engines left without it, the variant it runs, the last launch's exit and whether that
+launch may have left a record in etcd)."""
 
 from __future__ import annotations
 
@@ -58,4 +59,17 @@ def worker_found(found, etcd_endpoint='', advertise_host=''):
         'last_exit': last_exit,
         'record_may_be_stale': (not running and launched and last_exit != '0' and bool(etcd_endpoint)
                                 and bool(advertise_host)),
+    }
+
+
+def router_found(found, script_text=None):
+    """The router's state from its container_status look (roles/router/tasks/find.yml).
+
+    - running: a router process runs in the container;
+    - script_current: the node's launch script is `script_text` (script_current), None without a `script_text` (a
+      stop renders no script).
+    """
+    return {
+        'running': bool(_part(found, 'processes', 'router')),
+        'script_current': None if script_text is None else script_current(_part(found, 'files', 'script'), script_text),
     }

@@ -5,10 +5,7 @@ infera.server: GET /health {"status", "active_workers"}, GET /v1/workers, POST /
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -115,62 +112,6 @@ def test_a_router_that_does_not_answer_reports_its_error(clock):
     assert result['router_ok'] is False
     assert result['health'] is None
     assert result['health_error']
-
-
-def test_a_router_process_that_is_gone_ends_the_wait_at_that_look(clock):
-    # A router that exits at its start: the wait stops at the first look that finds no process, not at the timeout
-    # (counted, not timed).
-    answers = iter([True, True, False])
-    looks = []
-
-    def alive():
-        looks.append(1)
-        return next(answers)
-
-    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=30, poll=0.01, clock=clock.monotonic,
-                                        sleep=clock.sleep, alive=alive)
-    assert result['exited'] is True and result['ok'] is False
-    assert len(looks) == 3
-    assert result['health'] is None and result['health_error']
-    assert result['waited'] == 0.02
-
-
-def test_a_running_router_process_is_waited_out_and_a_healthy_router_is_not_looked_for(clock):
-    looks = []
-    result = _router_check.check_router('http://127.0.0.1:9', 0, timeout=1.0, poll=0.25, clock=clock.monotonic,
-                                        sleep=clock.sleep, alive=lambda: looks.append(1) or True)
-    assert result['exited'] is False and result['ok'] is False
-    # Looked at 0, 0.25, 0.5, 0.75 and 1.0 s of the fake clock: the running process was asked each time.
-    assert len(looks) == 5 and result['waited'] == 1.0
-    with Router([]) as router:
-        healthy = _router_check.check_router(router.url, 0, timeout=5, clock=clock.monotonic, sleep=clock.sleep,
-                                             alive=lambda: looks.append('asked') or False)
-    assert healthy['ok'] is True and healthy['exited'] is False
-    assert 'asked' not in looks
-
-
-def test_the_router_process_is_looked_for_in_the_containers_pid_namespace_on_the_real_proc(clock):
-    # Runs until killed, or until its stdin closes with the tests.
-    child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()', 'router-check-probe'],
-                             stdin=subprocess.PIPE)
-
-    def router_exits():
-        child.kill()
-        child.wait()
-
-    try:
-        params = _params('http://127.0.0.1:9', timeout=10, container_pid=os.getpid(),
-                         process_pattern=r'-c import sys.* router-check-probe$|no-such-script[.]sh')
-        # The probe runs: the wait goes on while the router does not answer, until the probe is gone.
-        clock.after(0.3, router_exits)
-        result = _router_check.run(params, clock.monotonic, clock.sleep)
-    finally:
-        router_exits()
-        child.stdin.close()
-    assert result['router_exited'] is True and result['router_ok'] is False
-    assert result['router_waited'] == 0.3
-    plain = _router_check.run(_params('http://127.0.0.1:9', timeout=0.2), clock.monotonic, clock.sleep)
-    assert plain['router_exited'] is False
 
 
 def test_an_empty_or_refused_completion_is_reported_with_its_status():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
-from ansible_collections.infera.serving.plugins.plugin_utils._container_found import script_current, worker_found
+from ansible_collections.infera.serving.plugins.plugin_utils._container_found import (
+    router_found, script_current, worker_found)
 
 SCRIPT = "#!/bin/bash\n# variant: dp (conc 256)\nexec python -m infera.engine.sglang\n"
 
@@ -61,3 +62,38 @@ def test_a_look_at_a_missing_container_reads_as_nothing_running():
                           "exists_only": {}})
     assert state == {"wrapper_running": False, "engines_left": [], "running_variant": "none", "rootfs": "",
                      "last_exit": "", "record_may_be_stale": False}
+
+
+ROUTER_SCRIPT = "#!/bin/bash\nexec python -m infera.server --port 8000\n"
+
+
+def router_look(processes=(), checksum=None, mode='0644', has_processes=True):
+    """What the router role's find.yml gets from container_status: its router process, its launch script."""
+    look = {"container": {"exists": True, "running": True, "pid": 4242},
+            "files": {"script": {"exists": checksum is not None, "checksum": checksum, "mode": mode}}}
+    if has_processes:
+        look["processes"] = {"router": list(processes)}
+    return look
+
+
+def test_the_router_runs_when_a_router_process_is_found():
+    # As the role's Jinja read it: (processes | default({})).router | default([]) | length > 0.
+    assert router_found(router_look(["31 python -m infera.server --port 8000"]))["running"] is True
+    assert router_found(router_look([]))["running"] is False
+    assert router_found(router_look(has_processes=False))["running"] is False
+    assert router_found({"processes": {"other": ["7 sleep"]}})["running"] is False
+
+
+def test_the_router_script_is_current_only_with_the_same_text_and_mode():
+    checksum = hashlib.sha1(ROUTER_SCRIPT.encode()).hexdigest()
+    assert router_found(router_look(checksum=checksum), ROUTER_SCRIPT)["script_current"] is True
+    assert router_found(router_look(checksum=checksum, mode='0755'), ROUTER_SCRIPT)["script_current"] is False
+    assert router_found(router_look(checksum=checksum), ROUTER_SCRIPT + "#\n")["script_current"] is False
+    assert router_found(router_look(checksum=None), ROUTER_SCRIPT)["script_current"] is False
+
+
+def test_a_stop_that_renders_no_script_reads_only_whether_the_router_runs():
+    # absent.yml renders no launch script: nothing to compare, and a missing container reads as no router.
+    assert router_found({"container": {"exists": False, "running": False}, "processes": {}, "files": {}}) == {
+        "running": False, "script_current": None}
+    assert router_found(router_look(["31 python -m infera.server"])) == {"running": True, "script_current": None}

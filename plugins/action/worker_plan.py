@@ -50,6 +50,10 @@ class ActionModule(ActionBase):
         if made['warning']:
             display.display(made['warning'])
         result.update(changed=False, **made)
+        if made['made']:
+            # The run's published plan, which other roles and playbooks read. A kept plan is published already, and
+            # a phase of it does not replace it: the role runs the plan this returns.
+            result['ansible_facts'] = {'sglang_worker_plan': made['plan']}
         if not made['made']:
             # As a skipped step the play shows it: the plan made earlier in the run serves, nothing was selected.
             result.update(skipped=True, skip_reason="the plan made earlier in the run serves these inputs")

@@ -36,13 +36,7 @@ author:
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.read_only
-attributes:
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
+  - infera.serving._attributes.controller
 options:
   recipe:
     description:
@@ -162,6 +156,15 @@ plan:
     phases:
       - {variant: dp, concurrencies: [256], argv: [--model-path, /models/DeepSeek-V4-Pro], env: {SGLANG_USE_AITER: "1"}}
     inputs: {conc: 256, variant: '', recipe_file: /path/to/recipe.yml}
+ansible_facts:
+  description: A plan made now is published as the fact C(sglang_worker_plan), the role's plan that other roles and
+    playbooks read.
+  returned: when RV(made)
+  type: dict
+  contains:
+    sglang_worker_plan:
+      description: RV(plan).
+      type: dict
 made:
   description: Whether the plan was made now (V(false) when the one made earlier in the run was kept).
   returned: success

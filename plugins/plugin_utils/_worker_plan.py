@@ -136,3 +136,12 @@ def missing_recipe_file(path):
         'sglang_worker_recipe_file %s is not a file on the controller: give the path of a recipe (the role\'s '
         'recipes/dsv4-pro-mi355x-mixed.yml is the walkthrough\'s), or the recipe itself as sglang_worker_recipe'
         % json.dumps(path))
+
+
+def worker_run(plan, advertise_host, stack_info=None):
+    """The plan as it runs on this node: `argv`, the plan's with the node's address in place of a value that is exactly
+    $HOST (the recipe names the address as the walkthrough does); `engine_flags`, what the collection adds for the
+    image's stack (module_utils/_stack.py engine_flags, none until stack_info read it); `command`, both in order."""
+    argv = [advertise_host if token == '$HOST' else token for token in (plan or {}).get('argv') or []]
+    flags = list(((stack_info or {}).get('stack') or {}).get('engine_flags') or [])
+    return {'argv': argv, 'engine_flags': flags, 'command': argv + flags}

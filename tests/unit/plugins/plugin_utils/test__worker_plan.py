@@ -124,3 +124,15 @@ def test_no_capture_warning_when_memory_is_lowered_or_the_recipe_names_no_figure
 def test_bad_input_fails_in_one_line(params, load):
     with pytest.raises(VariantError, match="variant 'fast' is not in recipe"):
         make_plan({**params, 'variant': 'fast'}, 'n1', load)
+
+
+def test_the_plan_runs_with_the_node_s_address_and_the_stack_s_flags():
+    plan = {'argv': ['--model-path', '/m', '--host', '$HOST', '--tool-call-parser', 'x$HOST']}
+    run = _worker_plan.worker_run(plan, '10.0.0.7', {'stack': {'engine_flags': ['--enable-metrics']}})
+    assert run == {'argv': ['--model-path', '/m', '--host', '10.0.0.7', '--tool-call-parser', 'x$HOST'],
+                   'engine_flags': ['--enable-metrics'],
+                   'command': ['--model-path', '/m', '--host', '10.0.0.7', '--tool-call-parser', 'x$HOST',
+                               '--enable-metrics']}
+    # Before stack_info read the image (or with none to read), nothing is added.
+    assert _worker_plan.worker_run(plan, '10.0.0.7')['engine_flags'] == []
+    assert _worker_plan.worker_run(plan, '10.0.0.7', {'skipped': True})['command'] == run['argv']

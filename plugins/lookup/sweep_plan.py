@@ -117,9 +117,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import load_targets
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_progress import plan_lines, plan_sweep
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record import kept_results
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_start import plan_points
 
 
 class LookupModule(LookupBase):
@@ -132,12 +130,10 @@ class LookupModule(LookupBase):
         bench = {key: self.get_option(key) for key in ('prompts_per_conc', 'random_input_len', 'random_output_len')}
         results_dir = self._loader.path_dwim(self.get_option('results_dir'))
         targets_file = self.get_option('targets_file')
-        fleet_workers = self.get_option('fleet_workers')
         try:
-            targets = load_targets(self._loader.path_dwim(targets_file)) if targets_file else None
-            valid = kept_results(results_dir, phases, bench['prompts_per_conc'], fleet_workers)
-            plan = plan_sweep(phases, valid, bench, targets, self.get_option('force'), fleet_workers)
+            plan = plan_points(phases, results_dir, self.get_option('host'), bench,
+                               self._loader.path_dwim(targets_file) if targets_file else '', self.get_option('force'),
+                               self.get_option('fleet_workers'))
         except (SweepResultsError, KeyError, TypeError) as error:
             raise AnsibleLookupError('sweep_plan: %s' % error) from None
-        plan['lines'] = plan_lines(self.get_option('host'), plan)
         return [plan]

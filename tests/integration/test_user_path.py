@@ -27,6 +27,7 @@ import csv
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -132,7 +133,7 @@ class Session:
         code = block.code
         for text, value in SUBSTITUTIONS.items():
             code = code.replace(text, value)
-        script = (f"set -eo pipefail\ncd {self._quote(self.cwd)}\n{code}\n"
+        script = (f"set -eo pipefail\ncd {shlex.quote(str(self.cwd))}\n{code}\n"
                   f"pwd > {self.state}/cwd\nenv -0 > {self.state}/env\n")
         started = time.monotonic()
         done = subprocess.run(["bash", "-c", script], env=self.env, capture_output=True, text=True, timeout=timeout,
@@ -144,10 +145,6 @@ class Session:
         self.cwd = Path((self.state / "cwd").read_text().strip())
         self.env = dict(item.split("=", 1) for item in (self.state / "env").read_text().split("\0") if "=" in item)
         return done.stdout
-
-    @staticmethod
-    def _quote(path):
-        return "'" + str(path).replace("'", "'\\''") + "'"
 
 
 def _set(text, key, value):

@@ -9,6 +9,8 @@ short_description: Plan a sweep once, before its first point, with an estimated 
 version_added: 0.1.0
 author:
   - Infera serving maintainers (@infera)
+extends_documentation_fragment:
+  - infera.serving._sweep_plan
 description:
   - Orders the points of the variant plan's phases, numbers them (C(point k/N c<C> <variant>)), finds the ones already
     valid on the controller (resume, with the same check as P(infera.serving.bench_point#lookup), and with the workers
@@ -36,26 +38,6 @@ options:
     description: The node, as the lines name it.
     type: str
     required: true
-  prompts_per_conc:
-    description: C(--num-prompts) is this times the concurrency.
-    type: int
-    required: true
-  random_input_len:
-    description: Input tokens per request.
-    type: int
-    required: true
-  random_output_len:
-    description: Output tokens per request.
-    type: int
-    required: true
-  targets_file:
-    description: The sweep's targets file (YAML, as P(infera.serving.sweep_report#module) reads it), relative to the playbook; empty for none.
-    type: str
-    default: ""
-  force:
-    description: Run every point, even the ones already valid.
-    type: bool
-    default: false
   fleet_workers:
     description:
       - The serving workers one router spreads the sweep over. V(1) is a node sweep; N > 1 a fleet sweep, whose points

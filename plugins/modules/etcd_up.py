@@ -110,7 +110,7 @@ error:
   description: Why the last C(/health) request got no answer, or null.
   returned: always
   type: str
-  sample: "<urlopen error [Errno 111] Connection refused>"
+  sample: "[Errno 111] Connection refused"
 container:
   description:
     - The container's state at the last look, as Docker reports it. C(exists), C(running) (false too while Docker

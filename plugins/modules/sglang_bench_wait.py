@@ -36,6 +36,7 @@ description:
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._sliced_wait
+  - infera.serving._attributes.controller
 attributes:
   check_mode:
     support: none
@@ -51,12 +52,7 @@ attributes:
     details:
       - Waiting again on a finished point returns its result at once with C(changed=false).
       - C(changed=true) only when an aborted point had bench processes to stop. Waiting again on it finds none left.
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
   async:
-    description: Supports being used with the C(async) keyword.
-    support: none
     details:
       - The action plugin already runs the wait in short slices that survive a dropped connection, and prints progress
         between them, which C(async) would hide.

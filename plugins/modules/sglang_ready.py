@@ -33,6 +33,7 @@ author:
 extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._sliced_wait
+  - infera.serving._attributes.controller
 attributes:
   check_mode:
     support: full
@@ -48,12 +49,7 @@ attributes:
     support: full
     details:
       - Always reports C(changed=false); waiting again on a ready launch returns ready at once.
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
   async:
-    description: Supports being used with the C(async) keyword.
-    support: none
     details:
       - The action plugin already runs the wait in short slices; see the notes for why plain C(async) is not used.
 options:

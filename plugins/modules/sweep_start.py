@@ -29,6 +29,7 @@ extends_documentation_fragment:
   - infera.serving._attributes
   - infera.serving._attributes.read_only
   - infera.serving._attributes.controller
+  - infera.serving._sweep_plan
 options:
   run_id:
     description: The run's name, one folder under O(results_dir) (the role checks it first).
@@ -70,26 +71,6 @@ options:
     type: list
     elements: str
     default: []
-  prompts_per_conc:
-    description: C(--num-prompts) is this times the concurrency.
-    type: int
-    required: true
-  random_input_len:
-    description: Input tokens per request.
-    type: int
-    required: true
-  random_output_len:
-    description: Output tokens per request.
-    type: int
-    required: true
-  targets_file:
-    description: The sweep's targets file, relative to the playbook; empty for none.
-    type: str
-    default: ''
-  force:
-    description: Run every point, even the ones already valid.
-    type: bool
-    default: false
 seealso:
   - plugin: infera.serving.sweep_plan
     plugin_type: lookup

@@ -12,6 +12,7 @@ from ansible_collections.infera.serving.plugins.action import sweep_start as act
 from ansible_collections.infera.serving.plugins.modules import sweep_start as start_module
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_start import ARGUMENT_SPEC
 
+from ..documented import documented_options
 from ..plugin_utils.sweep_runs import DP_ARGV, NODP_ARGV
 
 ARGS = {'run_id': 'r1', 'phases': [{'variant': 'nodp', 'concurrencies': [32], 'argv': NODP_ARGV, 'env': {}},
@@ -55,7 +56,7 @@ def test_a_plan_that_cannot_be_made_fails_in_one_line_naming_the_node(tmp_path):
 
 
 def test_the_module_documents_exactly_the_action_options_and_its_return(tmp_path):
-    documented = yaml.safe_load(start_module.DOCUMENTATION)['options']
+    documented = documented_options(start_module.DOCUMENTATION)
     assert set(documented) == set(ARGUMENT_SPEC)
     for name, spec in ARGUMENT_SPEC.items():
         assert documented[name]['type'] == spec['type']

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 from ansible.parsing.dataloader import DataLoader
 
 from ansible_collections.infera.serving.plugins.lookup import sweep_plan
 
+from ..documented import documented_options
 from ..plugin_utils.sweep_runs import DP_ARGV, NODP_ARGV, bench_record, write_lines, write_targets
 
 NAME = 'infera.serving.sweep_plan'
@@ -23,7 +23,7 @@ BENCH = {'prompts_per_conc': 10, 'random_input_len': 8192, 'random_output_len': 
 
 @pytest.fixture
 def lookup(tmp_path):
-    C.config.initialize_plugin_configuration_definitions('lookup', NAME, yaml.safe_load(sweep_plan.DOCUMENTATION)['options'])
+    C.config.initialize_plugin_configuration_definitions('lookup', NAME, documented_options(sweep_plan.DOCUMENTATION))
     loader = DataLoader()
     loader.set_basedir(str(tmp_path))
     plugin = sweep_plan.LookupModule(loader=loader)

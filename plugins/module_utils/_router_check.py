@@ -31,7 +31,8 @@ from ansible_collections.infera.serving.plugins.module_utils._accuracy import sm
 from ansible_collections.infera.serving.plugins.module_utils._health import get_json, request_json, wait_until
 
 
-def _worker_ids(body):
+def worker_ids(body):
+    """The worker ids a router's GET /v1/workers body lists; an odd body lists none."""
     workers = (body or {}).get('workers') if isinstance(body, dict) else None
     return [worker.get('worker_id') for worker in workers or [] if isinstance(worker, dict)]
 
@@ -50,7 +51,7 @@ def check_fleet(routers, worker_id, timeout, poll, request_timeout=5, clock=time
                 continue
             url = routers[host].rstrip('/') + '/v1/workers'
             status, body, error = get_json(url, request_timeout)
-            ids = _worker_ids(body)
+            ids = worker_ids(body)
             seen[host] = {'host': host, 'url': routers[host], 'status': status, 'workers': ids, 'error': error,
                           'listed': worker_id in ids}
         return seen
@@ -76,7 +77,7 @@ def check_router(router, expected_workers, worker_id='', timeout=10, poll=0.2, r
         ids_status, body, workers_error = get_json(base + '/v1/workers', request_timeout)
         state.update(health=health if isinstance(health, dict) else None,
                      health_error=health_error or (None if status == 200 else 'HTTP %s' % status),
-                     workers=_worker_ids(body), workers_error=workers_error)
+                     workers=worker_ids(body), workers_error=workers_error)
         health = state['health'] or {}
         try:
             active = int(health.get('active_workers') or 0)

@@ -29,12 +29,6 @@ def etcd_addresses(advertise_host, node_address='', default_ipv4=None, listen_ho
             'local_url': 'http://%s:%s' % (local_host, client_port)}
 
 
-def etcd_healthy(wait_result):
-    """Whether infera.serving.etcd_up's wait ended on a healthy answer (its healthy); a wait that did not run (check
-    mode, a failed start) is not healthy."""
-    return bool((wait_result or {}).get('healthy', False))
-
-
 def _members(list_result):
     """The members of an ansible.builtin.uri POST to /v3/cluster/member/list (its json.members)."""
     return ((list_result or {}).get('json') or {}).get('members') or []

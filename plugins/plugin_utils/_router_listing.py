@@ -4,9 +4,12 @@
 # This plugin util is PRIVATE to the infera.serving collection; it may change at any time.
 
 """Whether an Infera router's GET /v1/workers answer lists a worker. The router answers
-{"workers": [{"worker_id": "host:port", ...}]} (infera/server/app.py list_workers, read at v0.1.1)."""
+{"workers": [{"worker_id": "host:port", ...}]} (infera/server/app.py list_workers, read at v0.1.1);
+module_utils/_router_check.py owns reading that body."""
 
 from __future__ import annotations
+
+from ansible_collections.infera.serving.plugins.module_utils._router_check import worker_ids
 
 
 def router_lists(response, worker_id):
@@ -15,5 +18,4 @@ def router_lists(response, worker_id):
     response = response or {}
     if response.get('status') != 200:
         return False
-    workers = (response.get('json') or {}).get('workers') or []
-    return worker_id in [worker.get('worker_id') for worker in workers if isinstance(worker, dict)]
+    return worker_id in worker_ids(response.get('json'))

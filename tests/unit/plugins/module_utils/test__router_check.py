@@ -148,7 +148,7 @@ def test_another_router_that_never_lists_the_worker_is_unlisted_with_what_it_lis
 
 @pytest.mark.parametrize('body', [{'workers': None}, {'other': 1}, ['not', 'a', 'dict']])
 def test_worker_ids_of_an_odd_body_are_empty(body):
-    assert _router_check._worker_ids(body) == []
+    assert _router_check.worker_ids(body) == []
 
 
 @pytest.mark.parametrize('error, passed', [(0, True), (7, False)])

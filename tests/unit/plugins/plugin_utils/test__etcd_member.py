@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.infera.serving.plugins.plugin_utils._etcd_member import (
-    etcd_addresses, etcd_healthy, etcd_member_listed, etcd_member_names)
+    etcd_addresses, etcd_member_listed, etcd_member_names)
 
 ENDPOINT = 'http://10.0.0.5:2379'
 
@@ -38,20 +38,6 @@ def test_the_advertised_address_is_the_one_given_else_the_node_s_default_ipv4(gi
 def test_the_node_asks_etcd_on_loopback_when_it_listens_everywhere(listen_host, local_url):
     addresses = etcd_addresses('10.0.0.5', '', {}, listen_host, '2390')
     assert addresses == {'advertise_host': '10.0.0.5', 'endpoint': 'http://10.0.0.5:2390', 'local_url': local_url}
-
-
-@pytest.mark.parametrize('wait, healthy', [
-    ({'ended': 'healthy', 'healthy': True, 'waited': 0.5}, True),
-    ({'ended': 'exited', 'healthy': False, 'waited': 0.61}, False),
-    # The task failed before the module ran (an unsupported parameter): no healthy at all.
-    ({'failed': True, 'msg': 'Unsupported parameters'}, False),
-    # Check mode skips the wait; a failed start never ran it.
-    ({'changed': False, 'skipped': True}, False),
-    ({}, False),
-    (None, False),
-])
-def test_only_a_wait_that_ended_healthy_counts(wait, healthy):
-    assert etcd_healthy(wait) is healthy
 
 
 def test_the_etcd_answering_is_this_member_only_by_its_name_and_its_advertised_url():

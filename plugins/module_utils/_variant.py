@@ -107,8 +107,10 @@ class Recipe:
         self.env = _env_mapping(data.get('env') or {}, 'recipe.env')
         self.args = _args_mapping(data.get('args') or {}, 'recipe.args')
         self.variants = _variants(data.get('variants'))
-        self.between = data.get('between', DEFAULT_BETWEEN)
-        if self.between not in self.variants:
+        # A recipe whose variants have no concurrency range (the PD recipe's legs) is chosen from by name only, and
+        # has no gap between ranges to fill.
+        self.between = data.get('between', DEFAULT_BETWEEN if self.ranges() else None)
+        if self.between is not None and self.between not in self.variants:
             raise VariantError('recipe.between names %r, which is not a variant; known variants: %s'
                                % (self.between, ', '.join(self.variants)))
         self.levers = _levers(data.get('levers') or {}, self.env)
@@ -210,6 +212,9 @@ def choose_variant(recipe, conc):
     ('between', lower, upper) when it falls in the gap between two ranges.
     """
     ranges = recipe.ranges()
+    if not ranges:
+        raise VariantError('recipe %s picks no variant by concurrency (its variants %s have no min_conc or max_conc); '
+                           'name the variant' % (recipe.name, ', '.join(recipe.variants)))
     for low, high, name in ranges:
         if low <= conc <= high:
             return name, ('range', name)

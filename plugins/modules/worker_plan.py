@@ -15,9 +15,9 @@ description:
     (the recipe, the engine flags the role adds over it, the concurrency and variant asked for), keeps the plan made
     earlier in the run when that plan serves them, and otherwise makes a new one with the selection of
     M(infera.serving.sglang_variant).
-  - "The recipe in force is O(recipe) when it is not empty, else the file O(recipe_file), with O(recipe_overrides) merged
-    over it key by key. The flags added over the recipe's are, in this order: C(--cuda-graph-max-bs) O(cuda_graph_max_bs)
-    and C(--cuda-graph-bs) O(cuda_graph_bs) when given, the plane's O(plane_args) (added when O(plane=dev), removed
+  - "The recipe in force is O(recipe) when it is not empty, else the file O(recipe_file) (or O(mode)'s recipe in
+    O(recipe_dir)), with O(recipe_overrides) merged over it key by key. The flags added over the recipe's are, in this
+    order: C(--cuda-graph-max-bs) O(cuda_graph_max_bs) and C(--cuda-graph-bs) O(cuda_graph_bs) when given, the plane's O(plane_args) (added when O(plane=dev), removed
     from the recipe when O(plane=production)), then O(extra_args)."
   - A plan made earlier in the run (O(previous)) is kept when it was made from the same recipe and settings and either
     from the same concurrency and variant, or it holds the phase asked for (a sweep phase's worker asks for one of the
@@ -52,6 +52,19 @@ options:
       - A path that is not a file fails the task in one line naming the role's C(sglang_worker_recipe_file).
     type: str
     default: ''
+  recipe_dir:
+    description:
+      - The directory of the role's recipes. When O(recipe) and O(recipe_file) are both empty, the recipe file is the
+        one of O(mode) there (C(dsv4-pro-mi355x-mixed.yml), or C(dsv4-pro-mi355x-pd.yml) for a PD leg).
+    type: str
+    default: ''
+  mode:
+    description:
+      - V(mixed) selects the variant by O(conc) (or takes O(variant)). V(prefill) and V(decode) are the legs of a
+        PD-disaggregated pair; the leg runs the recipe's variant of that name, and a different O(variant) fails.
+    type: str
+    default: mixed
+    choices: [mixed, prefill, decode]
   recipe_overrides:
     description:
       - Merged over the recipe in force, mapping by mapping (C(args), C(env), C(variants.<name>)); any other value
@@ -80,9 +93,9 @@ options:
     default: {}
   cuda_graph_max_bs:
     description:
-      - The largest batch size captured in a cuda graph, passed as C(--cuda-graph-max-bs).
-    type: raw
-    required: true
+      - The largest batch size captured in a cuda graph, passed as C(--cuda-graph-max-bs); V(0) keeps the recipe's.
+    type: int
+    default: 0
   cuda_graph_bs:
     description:
       - The batch sizes to capture, passed as C(--cuda-graph-bs) when not empty.
@@ -137,6 +150,15 @@ EXAMPLES = r"""
     plane_args: "{{ infera_plane_args }}"
     previous: "{{ planned.plan }}"
   register: kept
+
+- name: SGLang worker | The decode leg of a PD pair, from the PD recipe's decode variant
+  infera.serving.worker_plan:
+    recipe_file: /path/to/recipes/dsv4-pro-mi355x-pd.yml
+    mode: decode
+    conc: 64
+    plane: dev
+    plane_args: "{{ infera_plane_args }}"
+  register: decode_leg
 """
 
 RETURN = r"""

@@ -19,6 +19,14 @@ import json
 from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
 from ansible_collections.infera.serving.plugins.module_utils._variant import select
 
+# The worker's modes and the role's recipe for each (in the role's recipes/ directory): a mixed worker picks its
+# variant by concurrency; a PD leg runs the variant of its name in the PD recipe (Infera's sglang_1p1d_dsv4.md page).
+MODES = {
+    'mixed': 'dsv4-pro-mi355x-mixed.yml',
+    'prefill': 'dsv4-pro-mi355x-pd.yml',
+    'decode': 'dsv4-pro-mi355x-pd.yml',
+}
+
 ARGUMENT_SPEC = {
     'recipe': {'type': 'dict', 'default': {}},
     'recipe_file': {'type': 'str', 'default': ''},
@@ -27,7 +35,9 @@ ARGUMENT_SPEC = {
     'variant': {'type': 'str', 'default': ''},
     'extra_args': {'type': 'dict', 'default': {}},
     'extra_env': {'type': 'dict', 'default': {}},
-    'cuda_graph_max_bs': {'type': 'raw', 'required': True},
+    'mode': {'type': 'str', 'default': 'mixed', 'choices': list(MODES)},
+    'recipe_dir': {'type': 'str', 'default': ''},
+    'cuda_graph_max_bs': {'type': 'int', 'default': 0},
     'cuda_graph_bs': {'type': 'list', 'elements': 'raw', 'default': []},
     'plane': {'type': 'str', 'required': True, 'choices': ['dev', 'production']},
     'plane_args': {'type': 'dict', 'required': True},
@@ -55,20 +65,42 @@ def plan_inputs(params, load_recipe):
     removing a flag, also from a recipe that spells them out), then sglang_worker_extra_args. The recipe file's path is
     an input only when the recipe came from it."""
     from_file = not params['recipe']
-    recipe = combine(load_recipe(params['recipe_file']) if from_file else params['recipe'], params['recipe_overrides'])
-    cold_start = {'--cuda-graph-max-bs': params['cuda_graph_max_bs']}
+    recipe_file = recipe_path(params) if from_file else ''
+    recipe = combine(load_recipe(recipe_file) if from_file else params['recipe'], params['recipe_overrides'])
+    cold_start = {'--cuda-graph-max-bs': params['cuda_graph_max_bs']} if params['cuda_graph_max_bs'] else {}
     if params['cuda_graph_bs']:
         cold_start['--cuda-graph-bs'] = params['cuda_graph_bs']
     plane = dict(params['plane_args']) if params['plane'] == 'dev' else dict.fromkeys(params['plane_args'], False)
     return {
-        'recipe_file': params['recipe_file'] if from_file else '',
+        'recipe_file': recipe_file,
         'conc': params['conc'],
         'recipe': recipe,
-        'variant': params['variant'],
+        'variant': leg_variant(params),
         'extra_args': {**cold_start, **plane, **params['extra_args']},
         'extra_env': params['extra_env'],
         'allow_missing_levers': params['allow_missing_levers'],
     }
+
+
+def recipe_path(params):
+    """The recipe file in force: recipe_file when given, else the role's recipe for the worker's mode."""
+    if params['recipe_file'] or not params['recipe_dir']:
+        return params['recipe_file']
+    return '%s/%s' % (params['recipe_dir'].rstrip('/'), MODES[params['mode']])
+
+
+def leg_variant(params):
+    """The variant asked for: a PD leg's is its mode (the PD recipe's variants are its legs); a mixed worker's is
+    the variant option ('' to pick by concurrency)."""
+    mode, variant = params['mode'], params['variant']
+    if mode == 'mixed':
+        return variant
+    if variant and variant != mode:
+        raise InferaServingError(
+            'sglang_worker_variant %s does not fit sglang_worker_mode %s: a %s leg runs the recipe\'s %s variant; '
+            'leave sglang_worker_variant empty (it chooses between the mixed recipe\'s variants)'
+            % (json.dumps(variant), mode, mode, mode))
+    return mode
 
 
 def _aside_phase(inputs):
@@ -99,7 +131,8 @@ def capture_warning(params, recipe, node):
     if recipe_bs is None or recipe_fraction is None:
         return ''
     fraction = params['extra_args'].get('--mem-fraction-static', recipe_fraction)
-    if int(params['cuda_graph_max_bs']) <= int(recipe_bs) or float(fraction) < float(recipe_fraction):
+    raised = params['cuda_graph_max_bs'] and int(params['cuda_graph_max_bs']) > int(recipe_bs)
+    if not raised or float(fraction) < float(recipe_fraction):
         return ''
     return ("WARNING %s: --cuda-graph-max-bs %s raises the capture set above the recipe's %s while "
             "--mem-fraction-static stays at %s: raising --cuda-graph-max-bs costs memory, drop --mem-fraction-static "
@@ -133,8 +166,8 @@ def make_plan(params, node, load_recipe):
 def missing_recipe_file(path):
     """The one line for a recipe file that is not there (the role's variables named: this is the role's step)."""
     return InferaServingError(
-        'sglang_worker_recipe_file %s is not a file on the controller: give the path of a recipe (the role\'s '
-        'recipes/dsv4-pro-mi355x-mixed.yml is the walkthrough\'s), or the recipe itself as sglang_worker_recipe'
+        'sglang_worker_recipe_file %s is not a file on the controller: give the path of a recipe, leave it empty for '
+        'the role\'s recipe of sglang_worker_mode, or give the recipe itself as sglang_worker_recipe'
         % json.dumps(path))
 
 

@@ -38,7 +38,8 @@ def _link_collection():
 
 _link_collection()
 
-RECIPE_FILE = REPO / 'roles' / 'sglang_worker' / 'recipes' / 'dsv4-pro-mi355x-mixed.yml'
+RECIPES = REPO / 'roles' / 'sglang_worker' / 'recipes'
+RECIPE_FILE = RECIPES / 'dsv4-pro-mi355x-mixed.yml'
 ROLE_DEFAULTS = REPO / 'roles' / 'sglang_worker' / 'defaults' / 'main.yml'
 SHARED_DEFAULTS = REPO / 'roles' / 'infera' / 'defaults' / 'main.yml'
 # What an inventory must set for a real node; the role's defaults give the rest (TP size, host, port).
@@ -76,12 +77,13 @@ def _role_defaults(environment):
     return context
 
 
-def load_recipe(**variables):
-    """The shipped recipe with its placeholders rendered from the role's defaults, SITE_VALUES and variables."""
+def load_recipe(recipe_file=RECIPE_FILE, **variables):
+    """A shipped recipe (the mixed one unless named) with its placeholders rendered from the role's defaults,
+    SITE_VALUES and variables."""
     environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
     context = dict(_role_defaults(environment), **SITE_VALUES)
     context.update(variables)
-    data = yaml.safe_load(RECIPE_FILE.read_text(encoding='utf-8'))
+    data = yaml.safe_load(Path(recipe_file).read_text(encoding='utf-8'))
     return _render(data, context, environment)
 
 

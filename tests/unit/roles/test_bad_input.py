@@ -57,8 +57,16 @@ def test_an_unknown_variant_is_refused_in_one_line(tmp_path):
 def test_a_missing_recipe_file_is_refused_in_one_line(tmp_path):
     line = refused(tmp_path, "deploy_mixed.yml", "-e", "conc=64", "-e", f"sglang_worker_recipe_file={tmp_path}/none.yml")
     assert line.endswith(f'sglang_worker_recipe_file "{tmp_path}/none.yml" is not a file on the controller: give the path of a '
-                         "recipe (the role's recipes/dsv4-pro-mi355x-mixed.yml is the walkthrough's), or the recipe itself as "
+                         "recipe, leave it empty for the role's recipe of sglang_worker_mode, or give the recipe itself as "
                          "sglang_worker_recipe"), line
+
+
+def test_a_pd_leg_with_a_mixed_variant_is_refused_in_one_line(tmp_path):
+    line = refused(tmp_path, "deploy_mixed.yml", "-e", "conc=64", "-e", "sglang_worker_mode=decode",
+                   "-e", "sglang_worker_variant=dp")
+    assert line.endswith('sglang_worker_variant "dp" does not fit sglang_worker_mode decode: a decode leg runs the '
+                         "recipe's decode variant; leave sglang_worker_variant empty (it chooses between the mixed "
+                         "recipe's variants)"), line
 
 
 def test_a_recipe_without_a_lever_is_refused_in_one_line(tmp_path):

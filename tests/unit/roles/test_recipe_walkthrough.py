@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.infera.serving.plugins.module_utils._variant import select
+from ansible_collections.infera.serving.plugins.plugin_utils._worker_plan import make_plan
 
 REPO = Path(__file__).resolve().parents[3]
 WALKTHROUGH = REPO / "docs" / "reference" / "sglang-mixed-dsv4-pro-mi355x.txt"
+RECIPES = REPO / "roles" / "sglang_worker" / "recipes"
 ENGINE = "infera.engine.sglang"
 # The walkthrough's site placeholders, rendered into the recipe as themselves ($HOST, the node's address, is one
 # in the recipe too: the role fills it in when it writes the launch script).
@@ -59,17 +60,33 @@ def test_the_walkthrough_has_both_variants():
     assert len(SHARED_ENV) == 19
 
 
+def role_plan(render_recipe, recipe_file, **settings):
+    """The plan the worker role makes with its defaults (plugin_utils/_worker_plan.py make_plan, as the role's
+    worker_plan step calls it) from a shipped recipe, its placeholders left as the text writes them."""
+    defaults = yaml.safe_load((REPO / "roles" / "sglang_worker" / "defaults" / "main.yml").read_text())
+    plane = yaml.safe_load((REPO / "roles" / "infera" / "vars" / "main.yml").read_text())["infera_dev_plane_args"]
+    params = {"recipe": {}, "recipe_file": defaults["sglang_worker_recipe_file"], "recipe_dir": str(RECIPES),
+              "mode": defaults["sglang_worker_mode"], "recipe_overrides": {}, "conc": 1,
+              "variant": defaults["sglang_worker_variant"], "extra_args": {}, "extra_env": {},
+              "cuda_graph_max_bs": defaults["sglang_worker_cuda_graph_max_bs"], "cuda_graph_bs": [],
+              "plane": "dev", "plane_args": plane, "allow_missing_levers": False, "previous": {}}
+    params.update(settings)
+    # The role's recipe file for the mode is the one read: a wrong mapping fails on the recipe's name below.
+    return make_plan(params, "node-1", lambda path: render_recipe(recipe_file=path, **PLACEHOLDERS))["plan"]
+
+
 @pytest.mark.parametrize("variant", sorted(COMMANDS))
 def test_each_variant_runs_the_walkthrough_command(render_recipe, variant):
-    defaults = yaml.safe_load((REPO / "roles" / "sglang_worker" / "defaults" / "main.yml").read_text())
     text_env, text_flags = COMMANDS[variant]
-    # The role passes its cold-start knob over the recipe's value (extra_args), so both must be the text's;
-    # on the dev plane (the walkthrough's) it adds the plane's flags, which the infera role owns.
-    cold_start = {"--cuda-graph-max-bs": defaults["sglang_worker_cuda_graph_max_bs"]}
-    plane = yaml.safe_load((REPO / "roles" / "infera" / "vars" / "main.yml").read_text())["infera_dev_plane_args"]
-    selected = select({"conc": 1, "variant": variant, "recipe": render_recipe(**PLACEHOLDERS),
-                       "extra_args": {**cold_start, **plane}})
-    assert _flags(selected["argv"]) == text_flags
-    assert selected["env"] == {**SHARED_ENV, **text_env}
+    # With the role's defaults on the dev plane (the walkthrough's): the plane's flags are the infera role's, the
+    # capture set the recipe's.
+    plan = role_plan(render_recipe, "mixed", variant=variant)
+    assert plan["recipe"] == "dsv4-pro-mi355x-mixed"
+    assert _flags(plan["argv"]) == text_flags
+    assert plan["env"] == {**SHARED_ENV, **text_env}
     assert text_flags["--cuda-graph-max-bs"] == ["128"]
-    assert render_recipe()["args"]["--cuda-graph-max-bs"] == 128
+
+
+def test_the_role_picks_the_walkthrough_variant_by_concurrency(render_recipe):
+    assert role_plan(render_recipe, "mixed", conc=64)["variant"] == "nodp"
+    assert role_plan(render_recipe, "mixed", conc=256)["variant"] == "dp"

@@ -81,6 +81,17 @@ def test_between_defaults_to_dp(recipe):
     assert _select(recipe, 129)['variant'] == 'dp'
 
 
+def test_a_recipe_whose_variants_have_no_range_needs_no_between_and_a_name(recipe):
+    legs = {'name': 'legs', 'args': {'--a': 1}, 'variants': {'prefill': {'args': {'--p': None}}, 'decode': {}}}
+    assert _select(legs, [64, 128], variant='decode')['phases'] == [
+        {'variant': 'decode', 'concurrencies': [64, 128], 'argv': ['--a', '1'], 'env': {}}]
+    with pytest.raises(VariantError, match=r'^recipe legs picks no variant by concurrency \(its variants prefill, '
+                                           r'decode have no min_conc or max_conc\); name the variant$'):
+        _select(legs, 64)
+    with pytest.raises(VariantError, match="recipe.between names 'dp', which is not a variant"):
+        _select({**legs, 'between': 'dp'}, 64, variant='decode')
+
+
 def test_a_variant_without_bounds_is_only_chosen_by_name(recipe):
     recipe['variants']['debug'] = {'args': {'--log-requests': None}}
     recipe['variants']['nodp']['min_conc'] = 1

@@ -17,9 +17,9 @@ PLANE = {'--discovery-backend': 'etcd', '--request-transport': 'http', '--kv-eve
 @pytest.fixture
 def params(recipe):
     """The role's defaults, as select.yml passes them, with the shipped recipe loaded from its file."""
-    return {'recipe': {}, 'recipe_file': '/roles/sglang_worker/recipes/dsv4.yml', 'recipe_overrides': {}, 'conc': 64,
-            'variant': '', 'extra_args': {}, 'extra_env': {}, 'cuda_graph_max_bs': 128, 'cuda_graph_bs': [], 'plane': 'dev', 'plane_args': dict(PLANE),
-            'allow_missing_levers': False, 'previous': {}}
+    return {'recipe': {}, 'recipe_file': '/roles/sglang_worker/recipes/dsv4.yml', 'recipe_dir': '', 'mode': 'mixed',
+            'recipe_overrides': {}, 'conc': 64, 'variant': '', 'extra_args': {}, 'extra_env': {}, 'cuda_graph_max_bs': 0,
+            'cuda_graph_bs': [], 'plane': 'dev', 'plane_args': dict(PLANE), 'allow_missing_levers': False, 'previous': {}}
 
 
 @pytest.fixture
@@ -50,8 +50,33 @@ def test_a_recipe_given_reads_no_file(params, recipe):
 
 def test_a_missing_recipe_file_is_said_in_one_line_with_the_role_s_variables():
     assert str(missing_recipe_file('/tmp/none.yml')) == (
-        'sglang_worker_recipe_file "/tmp/none.yml" is not a file on the controller: give the path of a recipe (the '
-        "role's recipes/dsv4-pro-mi355x-mixed.yml is the walkthrough's), or the recipe itself as sglang_worker_recipe")
+        'sglang_worker_recipe_file "/tmp/none.yml" is not a file on the controller: give the path of a recipe, leave it '
+        "empty for the role's recipe of sglang_worker_mode, or give the recipe itself as sglang_worker_recipe")
+
+
+@pytest.mark.parametrize('mode, recipe_file, path', [
+    ('mixed', '', '/r/dsv4-pro-mi355x-mixed.yml'),
+    ('prefill', '', '/r/dsv4-pro-mi355x-pd.yml'),
+    ('decode', '', '/r/dsv4-pro-mi355x-pd.yml'),
+    # A recipe file given wins over the mode's.
+    ('decode', '/mine.yml', '/mine.yml'),
+])
+def test_the_recipe_file_is_the_mode_s_unless_one_is_given(params, mode, recipe_file, path):
+    read = []
+    plan_inputs({**params, 'recipe_dir': '/r/', 'mode': mode, 'recipe_file': recipe_file,
+                 'recipe': {}}, lambda given: read.append(given) or {'name': 'x'})
+    assert read == [path]
+
+
+def test_a_leg_runs_the_variant_of_its_mode(params, load):
+    assert plan_inputs({**params, 'mode': 'prefill'}, load)['variant'] == 'prefill'
+    assert plan_inputs({**params, 'mode': 'decode', 'variant': 'decode'}, load)['variant'] == 'decode'
+    assert plan_inputs(params, load)['variant'] == ''
+
+
+def test_the_capture_set_is_the_recipe_s_unless_one_is_given(params, load):
+    assert '--cuda-graph-max-bs' not in plan_inputs(params, load)['extra_args']
+    assert plan_inputs({**params, 'cuda_graph_max_bs': 32}, load)['extra_args']['--cuda-graph-max-bs'] == 32
 
 
 def test_overrides_merge_into_the_recipe_in_force(params, load):
@@ -61,7 +86,8 @@ def test_overrides_merge_into_the_recipe_in_force(params, load):
 
 
 def test_the_role_s_flags_go_over_the_recipe_s_in_order(params, load):
-    extra = plan_inputs({**params, 'cuda_graph_bs': [1, 2], 'extra_args': {'--cuda-graph-max-bs': 64}}, load)['extra_args']
+    extra = plan_inputs({**params, 'cuda_graph_max_bs': 128, 'cuda_graph_bs': [1, 2],
+                         'extra_args': {'--cuda-graph-max-bs': 64}}, load)['extra_args']
     assert list(extra) == ['--cuda-graph-max-bs', '--cuda-graph-bs', *PLANE]
     assert extra['--cuda-graph-max-bs'] == 64 and extra['--cuda-graph-bs'] == [1, 2]
     assert '--cuda-graph-bs' not in plan_inputs(params, load)['extra_args']

@@ -31,10 +31,27 @@ from ansible_collections.infera.serving.plugins.module_utils._accuracy import sm
 from ansible_collections.infera.serving.plugins.module_utils._health import get_json, request_json, wait_until
 
 
+def _listed(body):
+    workers = (body or {}).get('workers') if isinstance(body, dict) else None
+    return [worker for worker in workers or [] if isinstance(worker, dict)]
+
+
 def worker_ids(body):
     """The worker ids a router's GET /v1/workers body lists; an odd body lists none."""
-    workers = (body or {}).get('workers') if isinstance(body, dict) else None
-    return [worker.get('worker_id') for worker in workers or [] if isinstance(worker, dict)]
+    return [worker.get('worker_id') for worker in _listed(body)]
+
+
+def worker_modes(body):
+    """worker id -> its disagg_mode as the router lists it (Infera's /v1/workers: "prefill", "decode" or "mixed",
+    infera/server/app.py list_workers at v0.1.1); a record without one is mixed."""
+    return {worker.get('worker_id'): worker.get('disagg_mode') or 'mixed' for worker in _listed(body)}
+
+
+def modes_missing(modes, expected_modes):
+    """The modes of expected_modes ({mode: count}) this listing holds fewer workers of, as {mode: (listed, wanted)}."""
+    listed = list(modes.values())
+    return {mode: (listed.count(mode), count) for mode, count in sorted((expected_modes or {}).items())
+            if listed.count(mode) < count}
 
 
 def check_fleet(routers, worker_id, timeout, poll, request_timeout=5, clock=time.monotonic, sleep=time.sleep):
@@ -64,10 +81,12 @@ def check_fleet(routers, worker_id, timeout, poll, request_timeout=5, clock=time
 
 
 def check_router(router, expected_workers, worker_id='', timeout=10, poll=0.2, request_timeout=5,
-                 clock=time.monotonic, sleep=time.sleep):
-    """Wait until this router is healthy with expected_workers and lists worker_id (when given).
+                 clock=time.monotonic, sleep=time.sleep, expected_modes=None):
+    """Wait until this router is healthy with expected_workers, lists worker_id (when given) and, for a PD pair, at
+    least expected_modes' count of workers in each mode ({"prefill": 1, "decode": 1}).
 
-    Returns a dict: health (the /health body or None), health_error, workers (ids), workers_error and ok.
+    Returns a dict: health (the /health body or None), health_error, workers (ids), modes (id -> mode),
+    modes_missing, workers_error and ok.
     """
     base = router.rstrip('/')
     state = {}
@@ -77,7 +96,8 @@ def check_router(router, expected_workers, worker_id='', timeout=10, poll=0.2, r
         ids_status, body, workers_error = get_json(base + '/v1/workers', request_timeout)
         state.update(health=health if isinstance(health, dict) else None,
                      health_error=health_error or (None if status == 200 else 'HTTP %s' % status),
-                     workers=worker_ids(body), workers_error=workers_error)
+                     workers=worker_ids(body), modes=worker_modes(body), workers_error=workers_error)
+        state['modes_missing'] = modes_missing(state['modes'], expected_modes)
         health = state['health'] or {}
         try:
             active = int(health.get('active_workers') or 0)
@@ -85,7 +105,7 @@ def check_router(router, expected_workers, worker_id='', timeout=10, poll=0.2, r
             active = 0
         state['ok'] = (health.get('status') == 'ok' and active >= expected_workers
                        and len(state['workers']) >= expected_workers
-                       and (not worker_id or worker_id in state['workers']))
+                       and (not worker_id or worker_id in state['workers']) and not state['modes_missing'])
         return state
 
     return wait_until(probe, lambda result: result['ok'], timeout, poll, clock, sleep)
@@ -114,9 +134,11 @@ def run(params, clock=time.monotonic, sleep=time.sleep):
     if params['expected_hosts'] is not None:
         expected = len(set(params['expected_hosts']) - set(lost))
     router = check_router(params['router'], expected, params['worker_id'], params['timeout'], params['poll'],
-                          clock=clock, sleep=sleep)
+                          clock=clock, sleep=sleep, expected_modes=params.get('expected_modes'))
     result = dict(fleet=fleet, lost=lost, expected_workers=expected, health=router['health'],
-                  health_error=router['health_error'], workers=router['workers'],
+                  health_error=router['health_error'], workers=router['workers'], modes=router['modes'],
+                  modes_missing=['%s: %d of %d' % (mode, seen, wanted)
+                                 for mode, (seen, wanted) in router['modes_missing'].items()],
                   workers_error=router['workers_error'], router_ok=router['ok'],
                   unlisted=[item['host'] for item in fleet if item['status'] is not None and not item['listed']],
                   completion=None, completion_status=None, completion_error=None, accuracy=None)

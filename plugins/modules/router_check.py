@@ -52,6 +52,12 @@ options:
         RV(lost).
     type: list
     elements: str
+  expected_modes:
+    description:
+      - For a PD-disaggregated pair, how many workers of each C(disagg_mode) this router must list at least, as
+        Infera's C(/v1/workers) names the modes, for example V({"prefill": 1, "decode": 1}). Empty checks no mode.
+    type: dict
+    default: {}
   fleet_routers:
     description: The other routers that must list O(worker_id), as a mapping of node name to base URL.
     type: dict
@@ -175,6 +181,17 @@ workers:
   returned: always
   type: list
   elements: str
+modes:
+  description: The C(disagg_mode) of each worker this router listed at the last look (V(mixed) when it names none).
+  returned: always
+  type: dict
+  sample: {"10.0.0.1:30000": prefill, "10.0.0.2:30000": decode}
+modes_missing:
+  description: The modes of O(expected_modes) the router listed too few workers of, one line each.
+  returned: always
+  type: list
+  elements: str
+  sample: ["decode: 0 of 1"]
 workers_error:
   description: Why the last C(/v1/workers) request failed, or null.
   returned: always
@@ -241,6 +258,7 @@ def main():
             worker_id=dict(type='str', default=''),
             expected_workers=dict(type='int', default=1),
             expected_hosts=dict(type='list', elements='str'),
+            expected_modes=dict(type='dict', default={}),
             fleet_routers=dict(type='dict', default={}),
             fleet_timeout=dict(type='float', default=30),
             timeout=dict(type='float', default=10),

@@ -17,9 +17,10 @@ from .health_server import LocalServer
 class Router(LocalServer):
     """A router answering as infera.server does; `workers` and `reply` can change while it runs."""
 
-    def __init__(self, workers=(), reply='1 + 1 = 2.', status='ok', error=0, listed_from=1):
+    def __init__(self, workers=(), reply='1 + 1 = 2.', status='ok', error=0, listed_from=1, modes=None):
         super().__init__()
         self.workers = list(workers)
+        self.modes = modes or {}  # worker id -> disagg_mode, as Infera lists a PD leg (none: no field, as before)
         self.listed_from = listed_from  # /v1/workers lists `workers` from this request on (before: none)
         self.listings = 0
         self.reply = reply
@@ -35,7 +36,9 @@ class Router(LocalServer):
         if path == '/v1/workers':
             self.listings += 1
             workers = self.workers if self.listings >= self.listed_from else []
-            return 200, json.dumps({'workers': [{'worker_id': w, 'url': 'http://' + w} for w in workers]}).encode()
+            return 200, json.dumps({'workers': [dict({'worker_id': w, 'url': 'http://' + w},
+                                                     **({'disagg_mode': self.modes[w]} if w in self.modes else {}))
+                                                for w in workers]}).encode()
         return 404, b'{}'
 
     def answer_post(self, path, body):
@@ -71,6 +74,33 @@ def test_a_healthy_router_listing_the_worker_passes_and_answers_one_completion()
     post = [request for request in router.requests if request[0] == 'POST']
     assert post == [('POST', '/v1/chat/completions', {
         'model': '/models/dsv4', 'messages': [{'role': 'user', 'content': '1+1=?'}], 'max_tokens': 32, 'temperature': 0})]
+
+
+def test_a_pd_pair_passes_once_the_router_lists_a_worker_of_each_mode(clock):
+    pair = {'10.0.0.1:30000': 'prefill', '10.0.0.2:30000': 'decode'}
+    with Router(list(pair), modes=pair) as router:
+        result = _router_check.run(_params(router.url, expected_workers=2, expected_modes={'prefill': 1, 'decode': 1}),
+                                   clock.monotonic, clock.sleep)
+    assert result['router_ok'] is True
+    assert result['modes'] == pair
+    assert result['modes_missing'] == []
+    assert result['completion'] == '1 + 1 = 2.'
+
+
+def test_a_pd_pair_without_its_decode_leg_fails_naming_the_mode_and_sends_no_completion(clock):
+    # Two workers listed, as expected by count, but both prefill: the pair is not up.
+    both = {'10.0.0.1:30000': 'prefill', '10.0.0.2:30000': 'prefill'}
+    with Router(list(both), modes=both) as router:
+        result = _router_check.run(_params(router.url, expected_workers=2, timeout=0.3,
+                                           expected_modes={'prefill': 1, 'decode': 1}), clock.monotonic, clock.sleep)
+        assert not [request for request in router.requests if request[0] == 'POST']
+    assert result['router_ok'] is False
+    assert result['modes_missing'] == ['decode: 0 of 1']
+
+
+def test_a_worker_listed_without_a_mode_is_mixed():
+    assert _router_check.worker_modes({'workers': [{'worker_id': 'a:1'}, {'worker_id': 'b:1', 'disagg_mode': 'decode'}]}) \
+        == {'a:1': 'mixed', 'b:1': 'decode'}
 
 
 def test_a_router_missing_the_worker_fails_after_its_timeout_and_sends_no_completion(clock):

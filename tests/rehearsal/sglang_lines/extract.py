@@ -13,19 +13,21 @@ writes ``infera-v0.1.1.jsonl``. Each template is ``{"kind", "file", "line", "par
 placeholders, each a one-letter class: ``"s"`` any text, ``"d"`` an integer, ``"f2"`` a
 number with 2 decimals. The kinds:
 
-- ``log``: the message of a ``logger.<level>(...)`` / ``logging.<level>(...)`` call
-  (f-strings, ``%`` with the call's own arguments, ``+``, implicit concatenation, ``.format``);
+- ``log``: the message of a ``logger.<level>(...)`` / ``logging.<level>(...)`` call, the
+  ``warning_once`` / ``info_once`` levels (transformers' Logger methods) included (f-strings,
+  ``%`` with the call's own arguments, ``+``, implicit concatenation, ``.format``);
 - ``print``: the text of a ``print(...)`` call (its arguments joined by ``sep`` when they are
   strings, else one placeholder each);
 - ``raise``: the message of ``raise SomeError(<text>)`` or ``assert cond, <text>``, what a
-  traceback's last line shows after ``SomeError: `` (a message first built in a local
-  variable, ``msg = ...`` then ``msg += ...``, gives one template per form it can take);
+  traceback's last line shows after ``SomeError: ``;
 - ``bar``: a tqdm progress bar: the ``desc=`` text or ``.set_description(...)`` text;
 - ``bar_format``: a tqdm ``bar_format=``, its first placeholder the description.
 
-A message built from a variable alone (``logger.info(msg)``) has no template and is left out;
-so is a module-level string constant that only feeds another line (the constant's text is
-inlined where a line names it in the same file). Standard library only: it reads the wheel
+A message first built in a local variable (``msg = ...``, maybe then ``msg += ...``) and then
+logged or raised gives one template per form it can take (each value assigned, alone and with
+each addition); a message from any other variable (a parameter, an attribute) has no template
+and is left out; so is a module-level string constant that only feeds another line (the
+constant's text is inlined where a line names it in the same file). Standard library only: it reads the wheel
 as a zip and parses each module with ``ast``, so nothing of SGLang is imported or run.
 """
 
@@ -45,7 +47,8 @@ SKIPPED = ("sglang/multimodal_gen/", "sglang/test/", "sglang/jit_kernel/", "sgla
            "sglang/eval/")
 LOG_HELPER = re.compile(r"print_\w*(?:warning|info|error)\w*|log_info_on_rank0")
 BY_NAME = ""  # the key of {constant name: [modules defining it]} beside the modules
-LOG_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal"}
+LOG_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal",
+              "warning_once", "info_once"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 # %-style conversions: %s %r %d %i %.2f %5.1f %%.
 PERCENT = re.compile(r"%(?:\((\w+)\))?[-+ #0]*(\d+|\*)?(?:\.(\d+))?([diouxXeEfFgGcrsa%])")
@@ -248,10 +251,10 @@ class Extractor(ast.NodeVisitor):
             message = node.args[1] if name.startswith("log_") and len(node.args) > 1 else node.args[0]
             self.keep("log", node, self.text(message))
         elif name in LOG_LEVELS and "log" in owner.lower() and node.args:
-            message = self.text(node.args[0])
-            if message is not None and len(node.args) > 1 and message.only_literal():
-                message = split_literal(message.literal(), PERCENT, percent_hole)
-            self.keep("log", node, message)
+            for message in self.messages(node.args[0]):
+                if message is not None and len(node.args) > 1 and message.only_literal():
+                    message = split_literal(message.literal(), PERCENT, percent_hole)
+                self.keep("log", node, message)
         elif name and name.endswith(("Error", "Exception")) and node.args:
             # An exception built here, raised here or returned to be raised elsewhere
             # (``return RuntimeError(f"...")``): its message ends a traceback.
@@ -317,7 +320,8 @@ class Extractor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node):
-        # A message built in a local variable first: ``msg = "..."``, ``msg += f"..."``.
+        # A message built in a local variable first: ``msg = "..."``, ``msg += f"..."``; each
+        # value the name is given is a form of its own, each ``+=`` an addition to any of them.
         saved = self.local
         self.local = {}
         for inner in ast.walk(node):
@@ -325,23 +329,30 @@ class Extractor(ast.NodeVisitor):
                     and isinstance(inner.targets[0], ast.Name):
                 value = self.text(inner.value)
                 if value is not None:
-                    self.local.setdefault(inner.targets[0].id, [value])
+                    self.local.setdefault(inner.targets[0].id, ([], []))[0].append(value)
             elif isinstance(inner, ast.AugAssign) and isinstance(inner.op, ast.Add) \
                     and isinstance(inner.target, ast.Name) and inner.target.id in self.local:
                 value = self.text(inner.value)
                 if value is not None:
-                    self.local[inner.target.id].append(value)
+                    self.local[inner.target.id][1].append(value)
         self.generic_visit(node)
         self.local = saved
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def messages(self, node):
-        """The texts an argument can hold: its template, or for a local variable its first
-        value alone and with each ``+=`` it may get."""
+        """The texts an argument can hold: its template, or for a local variable each value it
+        is given, alone and with each ``+=`` it may get."""
         if isinstance(node, ast.Name) and node.id in self.local:
-            first, *additions = self.local[node.id]
-            return [first] + [Template([first, addition]) for addition in additions]
+            values, additions = self.local[node.id]
+            forms, seen = [], set()
+            for form in values + [Template([value, addition]) for value in values
+                                  for addition in additions]:
+                key = json.dumps(form.to_json())
+                if key not in seen:
+                    seen.add(key)
+                    forms.append(form)
+            return forms
         return [self.text(node)]
 
 

@@ -23,6 +23,12 @@ import yaml
 REPO = Path(__file__).resolve().parents[3]
 SIM_ROOT = REPO / "tests" / "rehearsal" / "sim"
 WALKTHROUGH = REPO / "docs" / "reference" / "sglang-mixed-dsv4-pro-mi355x.txt"
+# The user's PD page (Infera's "SGLang 1P1D" example, kept verbatim) and its recipe.
+PD_PAGE = REPO / "docs" / "reference" / "sglang-1p1d-dsv4-pro-mi355x.md"
+PD_RECIPE = REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-pd.yml"
+# The two PD legs' "hosts": loopback addresses Infera's preflight takes for routable (it refuses
+# 127.0.0.1 and localhost for a disaggregated worker, infera/common/disagg_preflight.py).
+PD_HOSTS = {"prefill": "127.0.0.2", "decode": "127.0.0.3"}
 RECIPE = REPO / "roles" / "sglang_worker" / "recipes" / "dsv4-pro-mi355x-mixed.yml"
 MAKE_MODEL = REPO / "tests" / "rehearsal" / "fixtures" / "make_model.py"
 READY_LINE = "The server is fired up and ready to roll!"
@@ -349,4 +355,48 @@ def engine_args(variant, model_dir, port, extra=()):
     from infera.engine.sglang.args import parse_sglang_args
 
     _env, argv = wrapper_args(variant, model_dir, "127.0.0.1:2379", port)
+    return parse_sglang_args(argv).sglang_argv + ["--enable-metrics"] + [str(a) for a in extra]
+
+
+def pd_page_commands():
+    """{"prefill"|"decode": (env, argv)} of the PD page's leg commands (section 4), each with the
+    page's export (the fused-compress set and the DP gather) and the recipe's
+    SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT (the page's note) in its environment."""
+    text = PD_PAGE.read_text()
+    exported = next(line for line in text.splitlines() if line.startswith("export SGLANG_USE_AITER="))
+    env = dict(word.split("=", 1) for word in shlex.split(exported)[1:])
+    recipe_env = yaml.safe_load(PD_RECIPE.read_text())["env"]
+    env["SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT"] = recipe_env["SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT"]
+    commands = {}
+    for line in text.splitlines():
+        if "python -m infera.engine.sglang" not in line:
+            continue
+        words = shlex.split(line)
+        start = words.index("python")
+        leg_env = {**env, **dict(word.split("=", 1) for word in words[:start])}
+        argv = words[start + 3:]
+        commands[argv[argv.index("--disaggregation-mode") + 1]] = (leg_env, argv)
+    assert set(commands) == {"prefill", "decode"}, f"{PD_PAGE} no longer has both legs"
+    return commands
+
+
+def pd_wrapper_args(leg, model_dir, etcd, port, bootstrap_port, extra=(), drop=()):
+    """The page's command for ``leg`` on its loopback host and test ports (the prefill's
+    bootstrap server on ``bootstrap_port``), without the words in ``drop``. Returns (env, argv)."""
+    env, argv = pd_page_commands()[leg]
+    host = PD_HOSTS[leg]
+    argv = substitute(argv, {"MODEL": model_dir, "P_IP": PD_HOSTS["prefill"],
+                             "D_IP": PD_HOSTS["decode"], "ETCD": etcd})
+    argv = with_values(argv, host=host, port=port, disaggregation_bootstrap_port=bootstrap_port)
+    argv = [word for word in argv if word not in drop]
+    argv += ["--kv-events-bind", f"tcp://{host}:{free_port()}",
+             "--kv-snapshot-host", host, "--kv-snapshot-port", str(free_port())]
+    return env, argv + [str(arg) for arg in extra]
+
+
+def pd_engine_args(leg, model_dir, port, bootstrap_port, extra=()):
+    """What Infera's wrapper spawns ``sglang.launch_server`` with for the page's ``leg``."""
+    from infera.engine.sglang.args import parse_sglang_args
+
+    _env, argv = pd_wrapper_args(leg, model_dir, "127.0.0.1:2379", port, bootstrap_port)
     return parse_sglang_args(argv).sglang_argv + ["--enable-metrics"] + [str(a) for a in extra]

@@ -5,9 +5,10 @@ Source of truth: tests/rehearsal/sglang_lines, the templates of every line of ea
 SGLang release (extracted from its wheel) and of each Infera tag the rehearsal runs
 (extracted from the vendored tarball), plus the few lines of other sources a SGLang log
 holds (other_sources.json). For each supported SGLang version the simulated engine runs
-through a cold start and shutdown (both variants), every fault and a refusal; every line it
-writes without ``[simulated]`` must be accounted for by a template of that version. Then each
-pattern the collection matches engine logs with must match a real line of every version.
+through a cold start and shutdown (both variants and both PD legs), every fault and the
+refusals; every line it writes without ``[simulated]`` must be accounted for by a template of
+that version (test_sim_pd.py holds the PD legs' failures to them too). Then each pattern the
+collection matches engine logs with must match a real line of every version.
 """
 
 import hashlib
@@ -20,7 +21,7 @@ import time
 
 import pytest
 
-from sim_harness import REPO, READY_LINE, engine_args, free_port
+from sim_harness import REPO, READY_LINE, engine_args, free_port, pd_engine_args
 
 LINES_DIR = REPO / "tests" / "rehearsal" / "sglang_lines"
 VENDOR = REPO.parent / "shared" / "vendor"
@@ -48,6 +49,13 @@ SCENARIOS = (
     ("KV pool does not fit", "", "nodp", ("--mem-fraction-static", "0.3"), "exits"),
     ("a refused flag value", "", "nodp", ("--swa-full-tokens-ratio", "2"), "exits"),
     ("an unknown flag", "", "nodp", ("--no-such-flag",), "exits"),
+    # The PD page's legs (docs/reference/sglang-1p1d-dsv4-pro-mi355x.md), and its decode leg with
+    # the radix cache Infera appends when KV events are on.
+    ("PD prefill leg, ready, SIGTERM", "", "prefill", (), "sigterm_group_when_ready"),
+    ("PD decode leg, ready, SIGTERM", "", "decode", ("--cuda-graph-max-bs", "16"), "sigterm_group_when_ready"),
+    ("PD decode leg with the radix cache on the SWA model", "", "decode",
+     ("--cuda-graph-max-bs", "16", "--disaggregation-decode-enable-radix-cache"), "exits"),
+    ("a PD refusal of SGLang's own", "", "prefill", ("--disaggregation-transfer-backend", "fake"), "exits"),
 )
 
 
@@ -59,7 +67,8 @@ def run_scenario(sim_env, model_dir, tmp_path, version, fault, variant, extra, e
     with open(err, "wb") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", "sglang.launch_server",
-             *engine_args(variant, model_dir, port, extra)],
+             *(pd_engine_args(variant, model_dir, port, free_port(), extra)
+               if variant in ("prefill", "decode") else engine_args(variant, model_dir, port, extra))],
             env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
         try:
             if ending != "exits":
@@ -159,11 +168,13 @@ def test_the_engine_ends_as_sglang_does(logs, version):
     for name in ("cold start, ready, SIGTERM (nodp)", "cold start, ready, SIGTERM (dp)",
                  "ready, SIGTERM to the process group",
                  "weights fail to load", "OOM in graph capture", "a scheduler dies while serving",
-                 "KV pool does not fit"):
+                 "KV pool does not fit", "PD prefill leg, ready, SIGTERM", "PD decode leg, ready, SIGTERM",
+                 "PD decode leg with the radix cache on the SWA model"):
         assert ends[name] == -signal.SIGKILL, (name, ends[name])
     assert ends["GPU memory access fault"] == ends["GPU hang (HW exception)"] == 1
     assert ends["silent hang in capture, then SIGTERM"] == -signal.SIGTERM
     assert ends["an unknown flag"] == 2 and ends["a refused flag value"] == 1
+    assert ends["a PD refusal of SGLang's own"] == 1
 
 
 def test_a_sigterm_drains_while_one_to_the_process_group_kills_the_scheduler(logs):

@@ -26,6 +26,7 @@ class StartupError(Exception):
 
 def check_startup(args, environ, dev_root):
     """Refuse what the real stack refuses; return the model's config.json."""
+    check_disaggregation(args)
     check_parallelism(args)
     check_memory(args)
     check_kv_events_config(args.kv_events_config)
@@ -59,6 +60,31 @@ def check_parallelism(args):
     if tp % ep != 0:
         raise StartupError("AssertionError",
                            f"--ep-size {ep} must divide --tp-size {tp}")
+
+
+def check_disaggregation(args):
+    """The refusals of SGLang's PD rules (arg_groups/pd_disaggregation_hook.py, in
+    ServerArgs.__post_init__, so before anything loads); disaggregation.apply_mode_rules has the
+    rest of them."""
+    mode = args.disaggregation_mode
+    backend = args.disaggregation_transfer_backend
+    if backend == "mooncake_tcp":
+        backend = "mooncake"  # pd_disaggregation_hook.py:20-27, before the checks below
+    if mode == "decode" and args.disaggregation_decode_enable_radix_cache:
+        if backend == "fake":  # pd_disaggregation_hook.py:36-40
+            raise StartupError("ValueError", "--disaggregation-decode-enable-radix-cache is "
+                               "incompatible with --disaggregation-transfer-backend fake", real=True)
+        if args.speculative_algorithm is not None:  # pd_disaggregation_hook.py:41-46
+            raise StartupError("ValueError", "--disaggregation-decode-enable-radix-cache is "
+                               "incompatible with speculative decoding (--speculative-algorithm "
+                               f"{args.speculative_algorithm})", real=True)
+    if mode == "prefill" and backend == "fake":  # pd_disaggregation_hook.py:72-75
+        raise StartupError("AssertionError",
+                           "Prefill server does not support 'fake' as the transfer backend", real=True)
+    if mode != "null" and backend not in ("mooncake", "fake"):
+        raise StartupError("NotImplementedError",
+                           f"--disaggregation-transfer-backend {backend}: the simulator models the "
+                           "KV transfer of mooncake (and fake, on a decode leg) only")
 
 
 def check_memory(args):

@@ -18,6 +18,7 @@ import time
 
 from . import bars, faults
 from .checks import StartupError
+from .disaggregation import captures_decode_graphs
 from .recipe import capture_batch_sizes
 
 GPU_MEMORY_GB = 288.0
@@ -29,6 +30,12 @@ JIT_FILE_BYTES = 300 * 1024
 # The decode graph runner SGLang picks on ROCm without a --cuda-graph-backend-decode
 # (sglang/srt/model_executor/cuda_graph_config.py: full, breakable, tc_piecewise, disabled).
 DECODE_GRAPH_BACKEND = "full"
+PREFILL_GRAPH_DISABLED = (
+    "Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled' "
+    "(e.g. via --cuda-graph-backend-prefill=disabled or auto-disable rules).")
+# A hybrid sliding-window-attention model for SGLang (configs/model_config.py:1833-1854
+# is_hybrid_swa_model; its SWA pool is the swa_size above).
+SLIDING_WINDOW_MODEL = "DeepseekV4ForCausalLM"
 # The capture line's token field: renamed in 0.5.17 (cuda_graph_setup.py capture_decode_graph).
 CAPTURE_TOKENS_FIELD = {"0.5.15.post1": "num_tokens_per_bs", "0.5.17": "num_tokens_per_req"}
 
@@ -62,8 +69,20 @@ class ColdStart:
                            f"mem usage={0.52:.2f} GB")
         self._load_weights()
         pool = self._allocate_kv_pool()
-        if not self.args.disable_cuda_graph:
+        # ModelRunner.init_cuda_graphs: the prefill graph first. On ROCm its default backend,
+        # tc_piecewise, is always turned off ("non-CUDA hardware", server_args.py:3286-3288), and
+        # the runner says so (model_executor/model_runner.py:2702-2707; 0.5.17:
+        # model_runner_components/cuda_graph_setup.py:201-206). Then the decode graph, which a
+        # prefill leg does not capture (disaggregation.apply_mode_rules).
+        self.log.scheduler(PREFILL_GRAPH_DISABLED)
+        if captures_decode_graphs(self.args):
             self._capture_graphs()
+        if (self.args.disaggregation_mode == "decode"
+                and self.args.disaggregation_decode_enable_radix_cache
+                and self.model.architecture == SLIDING_WINDOW_MODEL):
+            # The scheduler builds its cache after the model worker (graphs included), and a decode
+            # radix cache cannot serve a hybrid SWA model (mem_cache/kv_cache_builder.py:182-190).
+            faults.decode_radix_cache_on_swa(self.log)
         return pool
 
     def _load_weights(self):

@@ -20,6 +20,9 @@ Read in the SGLang wheels (0.5.15.post1 and 0.5.17 alike):
 - A scheduler that dies while serving is seen by the launcher's subprocess watchdog
   (sglang/srt/utils/watchdog.py), which SIGQUITs the launcher; its running-phase handler
   (sglang/srt/managers/tokenizer_manager.py) logs and kills the tree, itself last (-9).
+- A Mooncake transfer that fails (INFERA_SIM_FAULT=kv_transfer on a prefill leg, the next
+  INFERA_SIM_FAULT_COUNT transfers) is the prefill's "Session ... failed." and a 500 on both legs;
+  disaggregation.py (PrefillLeg._send_failed) has its texts.
 Modelled: the plain-TP path (a launcher parent). With DP-attention SGLang's parent is its data
 parallel controller and the launcher ends with exit 1 instead (engine.py
 _wait_for_scheduler_ready); the simulator takes the TP path for both variants.
@@ -106,6 +109,22 @@ def oom_graph_capture(log, batch_size):
                 "pp_rank, dp_rank)")
         + frame(RUNNER, 365, "__init__", "raise Exception(")
         + f"Exception: Capture cuda graph failed: {oom}\n{ADVICE}"
+    ))
+
+
+def decode_radix_cache_on_swa(log):
+    """A decode leg with --disaggregation-decode-enable-radix-cache on a hybrid-SWA model (what
+    Infera's wrapper appends to a mooncake decode worker unless --no-enable-kv-events): the
+    scheduler's cache build raises once the model is loaded and its graphs captured
+    (managers/scheduler.py:430 -> mem_cache/kv_cache_builder.py:182-190), then SGLang's usual end."""
+    builder = "/sgl-workspace/sglang/python/sglang/srt/mem_cache/kv_cache_builder.py"
+    scheduler_exception(log, (
+        "Traceback (most recent call last):\n"
+        + frame(SCHEDULER, 4325, "run_scheduler_process", "scheduler = Scheduler(")
+        + frame(SCHEDULER, 430, "__init__", "result = kv_cache_builder.build_kv_cache(")
+        + frame(builder, 187, "build_kv_cache", "raise ValueError(")
+        + "ValueError: --disaggregation-decode-enable-radix-cache is incompatible with sliding "
+        "window attention (SWA) models\n"
     ))
 
 

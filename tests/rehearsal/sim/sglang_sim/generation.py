@@ -101,6 +101,18 @@ class Engine:
                 self.totals.requests += 1
                 self._state.notify()
 
+    @contextlib.contextmanager
+    def pending(self, rank):
+        """A PD request waiting for its other leg (bootstrap, KV transfer): queued, no slot."""
+        load = self.ranks[rank]
+        with self._state:
+            load.queued += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                load.queued -= 1
+
     def prefill(self, prompt_tokens):
         """Wait until this request's prompt is prefilled (behind those queued before it)."""
         rate = PREFILL_TOKENS_PER_GPU * self.gpus
@@ -118,7 +130,7 @@ class Engine:
             if ready:
                 owed -= ready
                 emitted += ready
-                self._count_generated(ready)
+                self.count_generated(ready)
                 yield ready
             if emitted < count:
                 time.sleep(TICK_SECONDS)
@@ -126,6 +138,6 @@ class Engine:
                 owed += self.total_rate() / max(self.running, 1) * (now - last)
                 last = now
 
-    def _count_generated(self, tokens):
+    def count_generated(self, tokens):
         with self._state:
             self.totals.generation_tokens += tokens

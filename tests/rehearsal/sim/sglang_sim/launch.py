@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from . import faults
+from . import disaggregation, faults
 from .checks import StartupError, check_startup, gpu_count
 from .coldstart import ColdStart, Stopped
 from .generation import Engine
@@ -20,15 +20,21 @@ from .http_api import EngineHandler
 from .httpjson import Server
 from .log import Log
 from .metrics import MetricsLayout
+from .native_format import NativeBuilder
 from .recipe import describe_levers
+from .request import GenerationRequest
 from .server_args import prepare_server_args
 from .settings import SettingsError, load_settings
-from .tokens import TokenPlanner, load_tokenizer
+from .tokens import Plan, TokenPlanner, load_tokenizer
 
 READY_LINE = "The server is fired up and ready to roll!"
 DEEPSEEK_V4 = "DeepseekV4ForCausalLM"
 STATS_INTERVAL_SECONDS = 10.0
 WARMUP_SECONDS = 2.0
+# The PD warm-up request (entrypoints/http_server.py:2101-2127): per DP rank, these ids, 8 new
+# tokens ignoring EOS, the fake bootstrap host.
+PD_WARMUP_INPUT_IDS = [10, 11, 12, 13]
+PD_WARMUP_NEW_TOKENS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,8 +60,10 @@ def model_facts(config, args, log):
 class EngineApp:
     """What the HTTP handlers need to know about this engine."""
 
-    def __init__(self, args, settings, planner, levers, model, pool):
+    def __init__(self, args, settings, planner, levers, model, pool, pd=None):
         self.args = args
+        # disaggregation.PrefillLeg or DecodeLeg on a PD leg, else None
+        self.pd = pd
         self.settings = settings
         self.planner = planner
         self.levers = levers
@@ -69,6 +77,12 @@ class EngineApp:
         self.ready = threading.Event()
         self.draining = threading.Event()
         self.log = None
+
+    def tp_rank(self, dp_rank):
+        """The TP rank of DP rank ``dp_rank``'s scheduler (0 without DP-attention)."""
+        if not self.args.enable_dp_attention:
+            return 0
+        return dp_rank * self.args.tp_size // self.args.dp_size
 
     def model_info(self):
         return {
@@ -97,10 +111,13 @@ class EngineApp:
         return info
 
 
-def log_decode_stats(engine, log, stop_event):
-    """SGLang's periodic decode line, so a log shows the engine is busy."""
+def log_decode_stats(engine, log, stop_event, prefill=False):
+    """SGLang's periodic decode line (a prefill leg's prefill line), so a log shows the engine is busy."""
     while not stop_event.wait(STATS_INTERVAL_SECONDS):
-        if engine.in_flight:
+        if engine.in_flight and prefill:
+            log.scheduler(f"[simulated] Prefill batch. #running-req: {engine.running}, "
+                          f"#queue-req: {engine.queued}")
+        elif engine.in_flight:
             log.scheduler(
                 f"[simulated] Decode batch. #running-req: {engine.running}, "
                 f"#queue-req: {engine.queued}, "
@@ -108,15 +125,21 @@ def log_decode_stats(engine, log, stop_event):
             )
 
 
-def log_startup(args, log, lever_line):
+def log_startup(args, log, lever_line, sglang_version):
     log.main("[simulated] sglang.launch_server simulator: no GPU is used, every figure "
              "below is modelled")
+    # ServerArgs.__post_init__'s PD rules log before the launcher logs the arguments.
+    disaggregation.apply_mode_rules(args, log, sglang_version)
     log.main(f"server_args={args!r}")
     if args.attention_backend == "compressed":
         log.main("--attention_backend=compressed is deprecated; use 'dsv4' instead.")
     if args.kv_events_config:
         log.main("[simulated] --kv-events-config accepted; no KV events are published "
                  "(the simulator has no radix cache)")
+    if args.disaggregation_mode != "null":
+        log.main(f"[simulated] PD {args.disaggregation_mode} leg: no Mooncake transfer engine; the "
+                 "KV of a request is fetched by the decode leg over HTTP from the prefill leg's "
+                 "bootstrap server (GET /sim/kv/<room>)")
     log.main(lever_line)
 
 
@@ -133,12 +156,38 @@ def serve(app, log, stop_event):
     log.uvicorn("INFO", "Waiting for application startup.")
     log.uvicorn("INFO", "Application startup complete.")
     log.uvicorn("INFO", f"Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
+    mode = args.disaggregation_mode
+    if mode != "null":
+        log.main("Start of pd disaggregation warmup ...")
     if stop_event.wait(WARMUP_SECONDS * app.settings.time_scale):
         raise Stopped()
-    threading.Thread(target=log_decode_stats, args=(app.engine, log, stop_event),
+    if mode != "null":
+        log_pd_warmup(app, log)
+    threading.Thread(target=log_decode_stats, args=(app.engine, log, stop_event, mode == "prefill"),
                      daemon=True).start()
     app.ready.set()
     log.main(READY_LINE)
+
+
+def log_pd_warmup(app, log):
+    """The end of SGLang's PD warm-up (entrypoints/http_server.py:2101-2133; 0.5.17 sends one
+    request per DP rank and logs a count instead, http_server.py:2290-2306). Its requests take the
+    fake transfer (bootstrap host 2.2.2.2): a prefill leg answers one token, a decode leg eight."""
+    args = app.args
+    if app.settings.sglang_version == "0.5.15.post1":
+        prompt = app.planner.decode(PD_WARMUP_INPUT_IDS)
+        request = GenerationRequest(prompt=prompt, prompt_tokens=len(PD_WARMUP_INPUT_IDS),
+                                    max_tokens=PD_WARMUP_NEW_TOKENS, ignore_eos=True, stream=False)
+        plan = app.planner.plan(prompt, PD_WARMUP_NEW_TOKENS, True)
+        finish_length = None
+        if args.disaggregation_mode == "prefill":
+            plan, finish_length = Plan(plan.ids[:1], "length"), 0
+        resp = [NativeBuilder(request, plan, app.planner.text, app.planner.eos_id,
+                              finish_length).full() for _rank in range(args.dp_size)]
+        log.main(f"Disaggregation warmup request completed with status 200, resp: {resp}")
+    else:
+        log.main(f"Disaggregation warmup requests completed for all {args.dp_size} DP ranks")
+    log.main("End of disaggregation warmup")
 
 
 def prepare(args):
@@ -153,10 +202,21 @@ def start(args, settings, config, planner, log, stop_event):
     """Cold-start and serve; return the app once ready."""
     levers, lever_line = describe_levers(args.attention_backend, os.environ,
                                          args.enable_dp_attention)
-    log_startup(args, log, lever_line)
+    log_startup(args, log, lever_line, settings.sglang_version)
     model = model_facts(config, args, log)
+    pd = None
+    if args.disaggregation_mode == "prefill":
+        pd = disaggregation.PrefillLeg(args, settings, log, os.environ,
+                                       disaggregation.parallel_info(args, model.kv_cache_dtype))
+        # The tokenizer manager starts it while the schedulers load (entrypoints/engine.py:873).
+        pd.start_bootstrap_server()
+    elif args.disaggregation_mode == "decode":
+        pd = disaggregation.DecodeLeg(args, settings, log, os.environ)
     pool = ColdStart(args, settings, log, stop_event, model).run()
-    app = EngineApp(args, settings, planner, levers, model, pool)
+    if args.disaggregation_mode == "prefill":
+        # Every prefill rank registers with the bootstrap server once its KV manager is up.
+        pd.registered.set()
+    app = EngineApp(args, settings, planner, levers, model, pool, pd)
     serve(app, log, stop_event)
     return app
 
@@ -258,7 +318,8 @@ def main(argv):
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signal_number, lambda *_: stop_event.set())
 
-    log = Log(dp_attention=args.enable_dp_attention, tp_size=args.tp_size, ep_size=args.ep_size)
+    log = Log(dp_attention=args.enable_dp_attention, tp_size=args.tp_size, ep_size=args.ep_size,
+              dp_size=args.dp_size)
     scheduler = Scheduler()
     try:
         app = start(args, settings, config, planner, log, stop_event)

@@ -15,18 +15,21 @@ import sys
 import time
 
 
-def rank_prefix(dp_attention=False, tp_size=1, ep_size=1):
-    prefix = " DP0" if dp_attention else ""
+def rank_prefix(dp_attention=False, tp_size=1, ep_size=1, dp_rank=0, dp_size=1):
+    """The prefix of the scheduler of DP rank ``dp_rank`` (its attention-TP rank 0)."""
+    tp_rank = dp_rank * tp_size // dp_size if dp_attention else 0
+    prefix = f" DP{dp_rank}" if dp_attention else ""
     if tp_size > 1:
-        prefix += " TP0"
+        prefix += f" TP{tp_rank}"
     if ep_size > 1:
-        prefix += " EP0"
+        prefix += f" EP{tp_rank * ep_size // tp_size}"
     return prefix
 
 
 class Log:
-    def __init__(self, dp_attention=False, tp_size=1, ep_size=1):
+    def __init__(self, dp_attention=False, tp_size=1, ep_size=1, dp_size=1):
         self.rank = rank_prefix(dp_attention, tp_size, ep_size)
+        self._ranks = (dp_attention, tp_size, ep_size, max(dp_size, 1))
 
     def _write(self, prefix, message):
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -36,8 +39,12 @@ class Log:
         """A line of the launcher process, which has no rank."""
         self._write("", message)
 
-    def scheduler(self, message):
-        self._write(self.rank, message)
+    def scheduler(self, message, dp_rank=0):
+        """A line of a scheduler: rank 0's, or that of DP rank ``dp_rank`` with DP-attention."""
+        dp_attention, tp_size, ep_size, dp_size = self._ranks
+        prefix = (rank_prefix(dp_attention, tp_size, ep_size, dp_rank, dp_size)
+                  if dp_rank and dp_attention else self.rank)
+        self._write(prefix, message)
 
     def uvicorn(self, level, message):
         """uvicorn's default format: ``INFO:     message`` (levelprefix padded to 9)."""

@@ -9,7 +9,7 @@ non-incremental streaming) and ``finish_reason`` is null until the last one, whi
 
 import uuid
 
-from .request import GenerationRequest, InvalidRequest, prompt_of, token_limit
+from .request import GenerationRequest, InvalidRequest, bootstrap_fields, prompt_of, token_limit
 
 DEFAULT_MAX_NEW_TOKENS = 128
 
@@ -31,20 +31,24 @@ def parse_generate(body, planner):
                                "max_new_tokens"),
         ignore_eos=bool(sampling.get("ignore_eos", False)),
         stream=bool(body.get("stream", False)),
+        **bootstrap_fields(body),
     )
 
 
 class NativeBuilder:
-    def __init__(self, request, plan, text_of, eos_id):
+    def __init__(self, request, plan, text_of, eos_id, finish_length=None):
         self.request = request
         self.plan = plan
         self.text_of = text_of
         self.eos_id = eos_id
         self.request_id = uuid.uuid4().hex
+        # A prefill leg ends its request with FINISH_LENGTH(length=0) (disaggregation/prefill.py:771).
+        self.finish_length = finish_length
 
     def _finish_reason(self):
         if self.plan.finish_reason == "length":
-            return {"type": "length", "length": len(self.plan.ids)}
+            length = len(self.plan.ids) if self.finish_length is None else self.finish_length
+            return {"type": "length", "length": length}
         return {"type": "stop", "matched": self.eos_id}
 
     def _body(self, ids, finished):

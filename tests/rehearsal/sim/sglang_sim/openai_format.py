@@ -9,7 +9,7 @@ it can carry them safely). Every body says ``"simulated": true``.
 import time
 import uuid
 
-from .request import GenerationRequest, InvalidRequest, prompt_of, token_limit
+from .request import GenerationRequest, InvalidRequest, bootstrap_fields, prompt_of, token_limit
 
 DEFAULT_MAX_TOKENS = {"completion": 16, "chat": 128}
 CHAT_TOKENS_PER_MESSAGE = 4  # role markers of the chat template
@@ -52,6 +52,7 @@ def parse_request(body, kind, planner):
         ignore_eos=bool(body.get("ignore_eos", False)),
         stream=bool(body.get("stream", False)),
         include_usage=bool(stream_options.get("include_usage", False)),
+        **bootstrap_fields(body),
     )
 
 

@@ -1,5 +1,5 @@
-"""SGLang's ``ServerArgs`` without torch: the flags the DeepSeek-V4-Pro mixed recipe and
-Infera's worker wrapper use, spelled, aliased, typed and defaulted as in SGLang 0.5.15
+"""SGLang's ``ServerArgs`` without torch: the flags the DeepSeek-V4-Pro mixed and PD recipes
+and Infera's worker wrapper use, spelled, aliased, typed and defaulted as in SGLang 0.5.15
 (python/sglang/srt/server_args.py, the release Infera's engine_metrics was verified on).
 
 Only these flags exist, so any other one fails argparse's way: exit 2 with
@@ -96,6 +96,8 @@ class ServerArgs:
     mem_fraction_static: Optional[float] = None
     max_running_requests: Optional[int] = None
     chunked_prefill_size: Optional[int] = None
+    # server_args.py:663 (SGLang parses it with human_readable_int, "16k" too; here a plain int)
+    max_prefill_tokens: int = 16384
     page_size: Optional[int] = None
     swa_full_tokens_ratio: float = 0.8
     disable_radix_cache: bool = False
@@ -115,6 +117,7 @@ class ServerArgs:
     disaggregation_mode: str = "null"
     disaggregation_transfer_backend: str = "mooncake"
     disaggregation_bootstrap_port: int = 8998
+    disaggregation_ib_device: Optional[str] = None
     disaggregation_decode_enable_radix_cache: bool = False
     # Hierarchical cache (read by Infera's hicache_validate)
     enable_hierarchical_cache: bool = False
@@ -172,6 +175,7 @@ _FLAGS = (
     (("--mem-fraction-static",), _value(float, "mem_fraction_static")),
     (("--max-running-requests",), _value(int, "max_running_requests")),
     (("--chunked-prefill-size",), _value(int, "chunked_prefill_size")),
+    (("--max-prefill-tokens",), _value(int, "max_prefill_tokens")),
     (("--page-size",), _value(int, "page_size")),
     (("--swa-full-tokens-ratio",), _value(float, "swa_full_tokens_ratio")),
     (("--disable-radix-cache",), _switch()),
@@ -198,6 +202,7 @@ _FLAGS = (
     (("--disaggregation-transfer-backend",),
      _value(str, "disaggregation_transfer_backend", choices=DISAGG_TRANSFER_BACKEND_CHOICES)),
     (("--disaggregation-bootstrap-port",), _value(int, "disaggregation_bootstrap_port")),
+    (("--disaggregation-ib-device",), _value(str, "disaggregation_ib_device")),
     (("--disaggregation-decode-enable-radix-cache",), _switch()),
     (("--enable-hierarchical-cache",), _switch()),
     (("--hicache-ratio",), _value(float, "hicache_ratio")),

@@ -8,6 +8,7 @@ INFERA_SIM_FAULT        fault to inject, one of FAULTS (empty = none); wrong_ans
                         at full speed but answers arithmetic questions wrong
 INFERA_SIM_FAULT_AFTER  seconds from ready until exit_after_ready exits (default 5)
 INFERA_SIM_FAULT_DELAY  seconds slow_responses waits before the first token (default 5)
+INFERA_SIM_FAULT_COUNT  how many KV transfers kv_transfer fails (default 1), then they succeed
 INFERA_SIM_SGLANG_VERSION  the SGLang release whose log lines the engine writes, one of
                         SGLANG_VERSIONS (default the walkthrough image's, the first)
 """
@@ -24,6 +25,7 @@ FAULTS = (
     "memory_access_fault",
     "gpu_hang",
     "wrong_answers",
+    "kv_transfer",
 )
 
 
@@ -45,6 +47,7 @@ class Settings:
     fault_after: float
     fault_delay: float
     sglang_version: str = SGLANG_VERSIONS[0]
+    fault_count: int = 1
 
 
 def _number(environ, name, default):
@@ -80,4 +83,5 @@ def load_settings(environ):
         fault_after=_number(environ, "INFERA_SIM_FAULT_AFTER", 5.0),
         fault_delay=_number(environ, "INFERA_SIM_FAULT_DELAY", 5.0),
         sglang_version=version,
+        fault_count=int(_number(environ, "INFERA_SIM_FAULT_COUNT", 1)),
     )

@@ -54,8 +54,8 @@ options:
     elements: str
   expected_modes:
     description:
-      - For a PD-disaggregated pair, how many workers of each C(disagg_mode) this router must list at least, as
-        Infera's C(/v1/workers) names the modes, for example V({"prefill": 1, "decode": 1}). Empty checks no mode.
+      - "For a PD-disaggregated pair, how many workers of each C(disagg_mode) this router must list at least, as
+        Infera's C(/v1/workers) names the modes, for example V({\"prefill\": 1, \"decode\": 1}). Empty checks no mode."
     type: dict
     default: {}
   fleet_routers:

@@ -13,6 +13,7 @@ nothing a test changes:
   (ready once listed, drain on teardown) on node 6 (an etcd prefix of its own);
 - ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create, the
   etcd role's test (its own etcd container on node 7) and the stack tests (node 7, its own etcd prefix);
+- ``pd-nodes``: the PD pair's deploy on nodes 9 and 10 (an etcd prefix of their own), which the test brings up;
 - ``ssh-node``: the user's path as printed (README and quickstart) over SSH on node infera-ssh-1, with an
   etcd of its own;
 - ``lint``: ansible-lint and ansible-test sanity (the repository, read only);
@@ -37,7 +38,7 @@ import pytest
 
 # The groups, in the order they start. An integration test file names its own (pytestmark =
 # pytest.mark.nodes('<group>')); the other tests are lint or no-node by their folder.
-ORDER = ('fleet-nodes', 'ssh-node', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'lint', 'no-node')
+ORDER = ('fleet-nodes', 'ssh-node', 'node-1', 'node-6', 'fault-node', 'own-nodes', 'pd-nodes', 'lint', 'no-node')
 INTEGRATION = 'tests/integration/'
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -61,6 +61,25 @@ def test_a_missing_recipe_file_is_refused_in_one_line(tmp_path):
                          "sglang_worker_recipe"), line
 
 
+@pytest.mark.parametrize("groups, expected", [
+    ("[infera_prefill]\nnode-a\n[infera_decode]\nnode-a\n",
+     "stage checks: node-a is in both infera_prefill and infera_decode: a node runs one leg (the two legs would share "
+     "its 8 GPUs); take it out of one"),
+    ("[infera_prefill]\nnode-a\n",
+     "stage checks: the inventory group infera_decode (the decode nodes, infera_decode_group) has no host: put one "
+     "node in each of infera_prefill and infera_decode (one each is 1P1D), as inventories/mi355x-example/hosts.yml shows"),
+])
+def test_a_pd_inventory_without_a_pair_is_refused_in_one_line(tmp_path, groups, expected):
+    inventory = node_inventory(tmp_path, sys.executable)
+    inventory.write_text(inventory.read_text() + groups)
+    returncode, lines = run_playbook(tmp_path, "deploy_pd.yml", "-i", str(inventory))
+    text = "\n".join(lines[-60:])
+    assert returncode != 0, text
+    errors = [line for line in lines if line.startswith("[ERROR]: Task failed")]
+    assert errors == ["[ERROR]: Task failed: Action failed: " + expected], text
+    assert not [line for line in lines if line.startswith("TASK [") and any(stage in line for stage in NODE_STAGES)]
+
+
 def test_a_pd_leg_with_a_mixed_variant_is_refused_in_one_line(tmp_path):
     line = refused(tmp_path, "deploy_mixed.yml", "-e", "conc=64", "-e", "sglang_worker_mode=decode",
                    "-e", "sglang_worker_variant=dp")

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+# This plugin util is PRIVATE to the infera.serving collection; it may change at any time.
+
+"""A PD-disaggregated deployment's pairs, from the inventory's two groups (Infera's sglang_1p1d_dsv4.md page: one
+prefill node, one decode node; more nodes in a group give xPyD).
+
+The prefill group's first node (by name) runs the router: the page puts etcd and the router on the prefill
+node, and Infera's router pairs prefill and decode workers from etcd by itself, so one router fronts every leg. Each
+node runs one leg; a node in both groups is refused, as its two legs would share its GPUs.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
+
+LEGS = ('prefill', 'decode')
+# The bootstrap server's port flag on the prefill leg (SGLang's --disaggregation-bootstrap-port, default 8998:
+# sglang/srt/server_args.py at 0.5.15.post1).
+BOOTSTRAP_FLAG = '--disaggregation-bootstrap-port'
+BOOTSTRAP_DEFAULT = 8998
+
+
+def pd_pair(groups, prefill_group, decode_group):
+    """{'prefill': [nodes], 'decode': [nodes], 'hosts': every node sorted, 'router': the router's node,
+    'modes': {'prefill': n, 'decode': m}} from the inventory's groups. Raises InferaServingError in one line when a
+    group is missing or empty, or a node is in both."""
+    legs = {}
+    for leg, group in zip(LEGS, (prefill_group, decode_group)):
+        nodes = sorted((groups or {}).get(group) or [])
+        if not nodes:
+            raise InferaServingError(
+                'the inventory group %s (the %s nodes, infera_%s_group) has no host: put one node in each of %s and %s '
+                '(one each is 1P1D), as inventories/mi355x-example/hosts.yml shows' % (group, leg, leg, prefill_group,
+                                                                                      decode_group))
+        legs[leg] = nodes
+    both = sorted(set(legs['prefill']) & set(legs['decode']))
+    if both:
+        raise InferaServingError(
+            '%s %s in both %s and %s: a node runs one leg (the two legs would share its 8 GPUs); take it out of one'
+            % (', '.join(both), 'is' if len(both) == 1 else 'are', prefill_group, decode_group))
+    return {'prefill': legs['prefill'], 'decode': legs['decode'], 'hosts': sorted(legs['prefill'] + legs['decode']),
+            'router': legs['prefill'][0], 'modes': {leg: len(legs[leg]) for leg in LEGS}}
+
+
+def pd_problem(groups, prefill_group, decode_group):
+    """What is wrong with the inventory's PD groups, in one line, or '' (pd_pair's refusal, for a check to print)."""
+    try:
+        pd_pair(groups, prefill_group, decode_group)
+    except InferaServingError as error:
+        return str(error)
+    return ''
+
+
+def pd_leg(pair, node):
+    """The leg a node of the pair runs: 'prefill' or 'decode'."""
+    for leg in LEGS:
+        if node in pair[leg]:
+            return leg
+    raise InferaServingError('%s is in neither PD group (%s)' % (node, ', '.join(pair['hosts'])))
+
+
+def bootstrap_port(plan):
+    """The prefill leg's bootstrap port as its plan's argv runs it (SGLang's default when the argv names none), or
+    None for a plan that is not a prefill leg's."""
+    argv = [str(token) for token in (plan or {}).get('argv') or []]
+    if _value(argv, '--disaggregation-mode') != 'prefill':
+        return None
+    port = _value(argv, BOOTSTRAP_FLAG)
+    return int(port) if port is not None else BOOTSTRAP_DEFAULT
+
+
+def _value(argv, flag):
+    """The value after flag in argv, or None."""
+    if flag in argv[:-1]:
+        return argv[argv.index(flag) + 1]
+    return None
+
+
+def pd_ports(plan, node, pair, router_port, engine_port):
+    """The ports a node of the pair listens on, which its preflight checks are free: the engine's, the router's on
+    the router's node, the bootstrap server's on a prefill leg."""
+    ports = [int(engine_port)]
+    if node == pair['router']:
+        ports.append(int(router_port))
+    port = bootstrap_port(plan)
+    if port is not None:
+        ports.append(port)
+    return ports

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The PD pair of Infera's 1P1D page on two rehearsal nodes (infera-node-9 prefill, infera-node-10 decode), deployed
+by docs/pd.md's rehearsal command as printed: each wrapper runs exactly the page's argv and environment (the page is
+parsed, not the role's data), the router lists one prefill and one decode worker, a completion goes through the pair,
+and a rerun changes nothing. Everything measured here is SIMULATED."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+from rehearsal import REPO, Node, node_up, playbook_env
+
+# The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
+pytestmark = pytest.mark.nodes('pd-nodes')
+
+PREFILL, DECODE = "infera-node-9", "infera-node-10"
+CONTAINER = "pd_bench"
+PAGE = REPO / "docs" / "reference" / "sglang-1p1d-dsv4-pro-mi355x.md"
+DOC = REPO / "docs" / "pd.md"
+ADAPTATIONS = ("adaptation: --router-backend python in place of the page", "adaptation: --etcd-prefix /infera/rehearsal-pd/")
+# What the legs run beside the page's flags, and why: each is printed as an adaptation or is the collection's own.
+ALLOWED_FLAGS = {
+    "--etcd-prefix": ["/infera/rehearsal-pd/"],  # the rehearsal pair's own prefix, printed as an adaptation
+    "--enable-metrics": [],  # Infera v0.1.1 has no drain: the collection's reads the engine's /metrics (_stack.py)
+}
+
+
+def doc_command():
+    """The rehearsal command docs/pd.md prints, under its `<!-- rehearsal: ... -->` mark."""
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    mark = next(index for index, line in enumerate(lines) if line.startswith("<!-- rehearsal:"))
+    assert lines[mark + 1] == "```bash"
+    return lines[mark + 2]
+
+
+def page_legs():
+    """{leg: (env, argv)} of the page's two engine commands, with the export both nodes paste and the bootstrap
+    timeout the page says to bump, as the user's shell would run them."""
+    text = PAGE.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    exported = next(line for line in lines if line.startswith("export SGLANG_USE_AITER=1 "))
+    shared = dict(word.split("=", 1) for word in shlex.split(exported)[1:])
+    shared.update(re.findall(r"bump\s+`(SGLANG_\w+)=(\d+)`", text))
+    legs, heading = {}, None
+    for line in lines:
+        found = re.match(r"\*\*(Prefill|Decode) leg", line)
+        heading = found.group(1).lower() if found else heading
+        if " -m infera.engine.sglang " in line:
+            words = shlex.split(line)
+            python = words.index("-m") - 1
+            legs[heading] = ({**shared, **dict(word.split("=", 1) for word in words[:python])}, words[python + 3:])
+    return legs
+
+
+def flags(words):
+    """--flag -> the values after it (none for a bare switch): the argv as argparse reads it, whatever the order."""
+    parsed = {}
+    for word in words:
+        if word.startswith("--"):
+            values = parsed.setdefault(word, [])
+        else:
+            values.append(word)
+    return parsed
+
+
+def wrapper(node):
+    """(argv after `-m infera.engine.sglang`, environment) of the running wrapper in the node's container."""
+    out = node.in_container(CONTAINER, "pid=$(pgrep -f '^python -m infera[.]engine[.]sglang ' | head -1); "
+                            "tr '\\0' '\\n' </proc/$pid/cmdline; echo '--ENV--'; tr '\\0' '\\n' </proc/$pid/environ").stdout
+    argv, _, env = out.partition("--ENV--\n")
+    words = argv.splitlines()
+    return words[3:], dict(line.split("=", 1) for line in env.splitlines() if "=" in line)
+
+
+def deploy():
+    import subprocess  # pylint: disable=import-outside-toplevel
+    result = subprocess.run(shlex.split(doc_command()), cwd=REPO, env=playbook_env(), capture_output=True, text=True,
+                            timeout=1500, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def pair():
+    settings = node_up(PREFILL, DECODE)
+    nodes = {"prefill": Node(PREFILL), "decode": Node(DECODE)}
+    for node in nodes.values():
+        node.remove_worker_container(CONTAINER)
+    yield settings, nodes
+    for node in nodes.values():
+        node.remove_worker_container(CONTAINER)
+
+
+def test_the_pair_runs_the_page_s_legs_serves_through_the_router_and_a_rerun_changes_nothing(pair):
+    settings, nodes = pair
+    rc, out = deploy()
+    assert rc == 0, out[-6000:]
+    assert [out.count(line) for line in ADAPTATIONS] == [1, 1], out[-3000:]
+    assert f"PD pair up: 1P1D, prefill {PREFILL}, decode {DECODE}, router http://{nodes['prefill'].address}:8000" in out
+
+    # Each wrapper runs the page's command with the site's values, and the page's environment.
+    site = {"$MODEL": settings["MODEL"], "$P_IP": nodes["prefill"].address, "$D_IP": nodes["decode"].address}
+    for leg, (page_env, page_argv) in page_legs().items():
+        argv, env = wrapper(nodes[leg])
+        expected = [site.get(word, word) for word in page_argv]
+        # $ETCD is the site's etcd endpoint (the page's is "$P_IP:2379"; the rehearsal's etcd is the platform's).
+        etcd = expected.index("--etcd-endpoint") + 1
+        assert page_argv[etcd] == "$ETCD"
+        expected[etcd] = settings["ETCD"]
+        assert flags(argv) == {**flags(expected), **ALLOWED_FLAGS}, leg
+        assert {name: env.get(name) for name in page_env} == page_env, leg
+
+    # The router on the prefill node lists one worker of each mode; a completion goes through the pair.
+    workers = json.loads(nodes["prefill"].in_container(CONTAINER, "curl -s http://127.0.0.1:8000/v1/workers").stdout)
+    modes = sorted((worker["disagg_mode"], worker["worker_id"]) for worker in workers["workers"])
+    assert modes == [("decode", f"{nodes['decode'].address}:30000"), ("prefill", f"{nodes['prefill'].address}:30000")]
+    reply = json.loads(nodes["decode"].in_container(CONTAINER, (
+        f"curl -s http://{nodes['prefill'].address}:8000/v1/chat/completions -H 'Content-Type: application/json' "
+        "-d " + shlex.quote(json.dumps({"model": settings["MODEL"], "max_tokens": 16, "temperature": 0,
+                                        "messages": [{"role": "user", "content": "1+1=?"}]})))).stdout)
+    assert reply["choices"][0]["message"]["content"], reply
+
+    rc, out = deploy()
+    assert rc == 0, out[-6000:]
+    recap = [line for line in out.splitlines() if line.startswith((PREFILL, DECODE)) and "changed=" in line]
+    assert len(recap) == 2 and all("changed=0" in line and "failed=0" in line for line in recap), out[-3000:]

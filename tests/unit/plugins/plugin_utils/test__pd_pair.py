@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A PD pair's legs from the inventory's groups (plugin_utils/_pd_pair.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
+from ansible_collections.infera.serving.plugins.plugin_utils._pd_pair import (
+    bootstrap_port, pd_leg, pd_pair, pd_ports, pd_problem)
+
+GROUPS = {'infera_prefill': ['p-2', 'p-1'], 'infera_decode': ['d-1'], 'mi355x': ['p-1', 'p-2', 'd-1']}
+
+
+def test_the_prefill_group_s_first_node_runs_the_router_and_each_node_one_leg():
+    pair = pd_pair(GROUPS, 'infera_prefill', 'infera_decode')
+    assert pair == {'prefill': ['p-1', 'p-2'], 'decode': ['d-1'], 'hosts': ['d-1', 'p-1', 'p-2'], 'router': 'p-1',
+                    'modes': {'prefill': 2, 'decode': 1}}
+    assert [pd_leg(pair, node) for node in ('p-1', 'p-2', 'd-1')] == ['prefill', 'prefill', 'decode']
+    with pytest.raises(InferaServingError, match='x is in neither PD group'):
+        pd_leg(pair, 'x')
+
+
+@pytest.mark.parametrize('groups, message', [
+    ({'infera_decode': ['d-1']}, '^the inventory group infera_prefill \\(the prefill nodes, infera_prefill_group\\) has no '
+                                 'host: put one node in each of infera_prefill and infera_decode'),
+    ({'infera_prefill': ['p-1'], 'infera_decode': []}, '^the inventory group infera_decode \\(the decode nodes'),
+    ({'infera_prefill': ['n-1', 'p-1'], 'infera_decode': ['n-1']},
+     '^n-1 is in both infera_prefill and infera_decode: a node runs one leg'),
+])
+def test_a_missing_group_or_a_node_in_both_is_refused_in_one_line(groups, message):
+    with pytest.raises(InferaServingError, match=message):
+        pd_pair(groups, 'infera_prefill', 'infera_decode')
+    assert pd_problem(groups, 'infera_prefill', 'infera_decode') == str(
+        pytest.raises(InferaServingError, pd_pair, groups, 'infera_prefill', 'infera_decode').value)
+    assert pd_problem(GROUPS, 'infera_prefill', 'infera_decode') == ''
+
+
+def plan(*argv):
+    return {'argv': list(argv)}
+
+
+def test_the_bootstrap_port_is_the_prefill_leg_s():
+    assert bootstrap_port(plan('--disaggregation-mode', 'prefill', '--disaggregation-bootstrap-port', '9001')) == 9001
+    # SGLang's default when the argv names none.
+    assert bootstrap_port(plan('--disaggregation-mode', 'prefill')) == 8998
+    assert bootstrap_port(plan('--disaggregation-mode', 'decode', '--disaggregation-bootstrap-port', '9001')) is None
+    assert bootstrap_port(plan('--tp-size', '8')) is None
+    assert bootstrap_port({}) is None
+
+
+def test_each_node_checks_the_ports_it_will_listen_on():
+    pair = pd_pair(GROUPS, 'infera_prefill', 'infera_decode')
+    prefill = plan('--disaggregation-mode', 'prefill', '--disaggregation-bootstrap-port', 8998)
+    decode = plan('--disaggregation-mode', 'decode')
+    assert pd_ports(prefill, 'p-1', pair, 8000, 30000) == [30000, 8000, 8998]
+    assert pd_ports(prefill, 'p-2', pair, 8000, 30000) == [30000, 8998]
+    assert pd_ports(decode, 'd-1', pair, '8000', '30000') == [30000]

@@ -17,8 +17,9 @@ description:
     M(infera.serving.sglang_variant).
   - "The recipe in force is O(recipe) when it is not empty, else the file O(recipe_file) (or O(mode)'s recipe in
     O(recipe_dir)), with O(recipe_overrides) merged over it key by key. The flags added over the recipe's are, in this
-    order: C(--cuda-graph-max-bs) O(cuda_graph_max_bs) and C(--cuda-graph-bs) O(cuda_graph_bs) when given, the plane's O(plane_args) (added when O(plane=dev), removed
-    from the recipe when O(plane=production)), then O(extra_args)."
+    order: C(--cuda-graph-max-bs) O(cuda_graph_max_bs) and C(--cuda-graph-bs) O(cuda_graph_bs) when given, the
+    plane's O(plane_args) (added when O(plane=dev), removed from the recipe when O(plane=production)), then
+    O(extra_args)."
   - A plan made earlier in the run (O(previous)) is kept when it was made from the same recipe and settings and either
     from the same concurrency and variant, or it holds the phase asked for (a sweep phase's worker asks for one of the
     sweep's phases, that variant and exactly those concurrencies); the worker then runs that phase's variant, argv

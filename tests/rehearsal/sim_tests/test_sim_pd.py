@@ -274,7 +274,7 @@ def test_a_failed_transfer_reaches_the_client_as_sglang_reports_it(etcd, router,
 
 
 def test_decode_radix_cache_on_the_swa_model_kills_the_decode_leg(launch, etcd, model_dir, sim_env,
-                                                                    tmp_path):
+                                                                  tmp_path):
     """Without --no-enable-kv-events Infera appends --disaggregation-decode-enable-radix-cache; the
     decode leg loads, captures its graphs, then its scheduler dies building the cache
     (scheduler.py:430 -> kv_cache_builder.py:187, scheduler.py:4345) and never registers."""

@@ -96,7 +96,7 @@ def test_each_leg_runs_the_page_command(render_recipe, leg):
 
 
 def test_the_legs_differ_only_as_the_page_says():
-    (_, prefill), (_, decode) = LEGS["prefill"], LEGS["decode"]
+    prefill, decode = LEGS["prefill"][1], LEGS["decode"][1]
     only_prefill = {flag: value for flag, value in prefill.items() if decode.get(flag) != value}
     only_decode = {flag: value for flag, value in decode.items() if prefill.get(flag) != value}
     assert only_prefill == {"--advertise-host": ["$P_IP"], "--mem-fraction-static": ["0.85"],

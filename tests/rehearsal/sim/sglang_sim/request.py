@@ -45,8 +45,8 @@ def token_limit(value, default, field):
 
 def bootstrap_fields(body):
     """bootstrap_host, bootstrap_port and bootstrap_room of one request (not a batch)."""
-    host, port, room = (body.get(name) for name in ("bootstrap_host", "bootstrap_port",
-                                                      "bootstrap_room"))
+    host, port, room = (body.get(name)
+                        for name in ("bootstrap_host", "bootstrap_port", "bootstrap_room"))
     if host is not None and not isinstance(host, str):
         raise InvalidRequest("bootstrap_host must be a string (batches are not simulated)")
     for name, value in (("bootstrap_port", port), ("bootstrap_room", room)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 
 import pytest
 
@@ -29,10 +30,10 @@ ALLOWED_FLAGS = {
 }
 
 
-def doc_command():
-    """The rehearsal command docs/pd.md prints, under its `<!-- rehearsal: ... -->` mark."""
+def doc_command(which="deploy"):
+    """The rehearsal command of docs/pd.md printed under its `<!-- rehearsal <which>: ... -->` mark."""
     lines = DOC.read_text(encoding="utf-8").splitlines()
-    mark = next(index for index, line in enumerate(lines) if line.startswith("<!-- rehearsal:"))
+    mark = next(index for index, line in enumerate(lines) if line.startswith(f"<!-- rehearsal {which}:"))
     assert lines[mark + 1] == "```bash"
     return lines[mark + 2]
 
@@ -71,16 +72,20 @@ def wrapper(node):
     """(argv after `-m infera.engine.sglang`, environment) of the running wrapper in the node's container."""
     out = node.in_container(CONTAINER, "pid=$(pgrep -f '^python -m infera[.]engine[.]sglang ' | head -1); "
                             "tr '\\0' '\\n' </proc/$pid/cmdline; echo '--ENV--'; tr '\\0' '\\n' </proc/$pid/environ").stdout
-    argv, _, env = out.partition("--ENV--\n")
+    argv, _marker, env = out.partition("--ENV--\n")
     words = argv.splitlines()
     return words[3:], dict(line.split("=", 1) for line in env.splitlines() if "=" in line)
 
 
-def deploy():
-    import subprocess  # pylint: disable=import-outside-toplevel
-    result = subprocess.run(shlex.split(doc_command()), cwd=REPO, env=playbook_env(), capture_output=True, text=True,
+def playbook(command):
+    """A command of docs/pd.md as printed, run from the checkout with its settings: (returncode, output)."""
+    result = subprocess.run(shlex.split(command), cwd=REPO, env=playbook_env(), capture_output=True, text=True,
                             timeout=1500, check=False)
     return result.returncode, result.stdout + result.stderr
+
+
+def deploy():
+    return playbook(doc_command("deploy"))
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +132,52 @@ def test_the_pair_runs_the_page_s_legs_serves_through_the_router_and_a_rerun_cha
     assert rc == 0, out[-6000:]
     recap = [line for line in out.splitlines() if line.startswith((PREFILL, DECODE)) and "changed=" in line]
     assert len(recap) == 2 and all("changed=0" in line and "failed=0" in line for line in recap), out[-3000:]
+
+    # docs/pd.md's teardown: both legs stopped (deregistered, engines gone), the router and both containers removed.
+    rc, out = playbook(doc_command("teardown"))
+    assert rc == 0, out[-6000:]
+    for node in nodes.values():
+        assert node.sh(f"docker ps -aq --filter name=^{CONTAINER}$").stdout.strip() == ""
+
+
+def engines(node):
+    """The worker wrappers running in the node's pd_bench container (none when it has no container)."""
+    return node.sh(f"docker exec {CONTAINER} pgrep -f '^python -m infera[.]engine[.]sglang ' || true", check=False).stdout.split()
+
+
+def test_a_node_whose_container_sees_no_rdma_port_stops_both_legs_before_either_starts(pair):
+    _settings, nodes = pair
+    for node in nodes.values():
+        node.remove_worker_container(CONTAINER)
+    decode = nodes["decode"]
+    decode.sh("rm -f /dev/infiniband/uverbs*")
+    try:
+        rc, out = deploy()
+    finally:
+        decode.sh("for i in 0 1 2 3 4 5 6 7; do [ -e /dev/infiniband/uverbs$i ] || mknod -m 666 /dev/infiniband/uverbs$i c 1 3; done")
+    text = " ".join(out.split())
+    assert rc != 0, out[-3000:]
+    assert (f"{DECODE}: stage rdma: the container {CONTAINER} sees 0 active RDMA port(s) (`ibv_devinfo | grep -c "
+            "PORT_ACTIVE`); expected 8 (infera_rdma_ports).") in text, out[-3000:]
+    assert "The container has no RDMA device (ibv_devinfo: No IB devices found)" in text
+    assert "rerun with -e infera_ionic_overlay=true" in text
+    assert "No IB devices found" in text.rsplit("Last lines of ibv_devinfo in the container:", maxsplit=1)[-1]
+    assert engines(nodes["prefill"]) == [] and engines(decode) == []
+
+
+def test_busy_vram_on_one_leg_stops_both_before_any_change(pair):
+    _settings, nodes = pair
+    for node in nodes.values():
+        node.remove_worker_container(CONTAINER)
+    decode = nodes["decode"]
+    decode.sh("echo '3 85' > /etc/infera-sim/busy-gpu")
+    try:
+        rc, out = deploy()
+    finally:
+        decode.sh("rm -f /etc/infera-sim/busy-gpu")
+    text = " ".join(out.split())
+    assert rc != 0, out[-3000:]
+    assert f"{DECODE}: preflight gpus: GPU 3 (85.0%, 250661 of 294896 MiB) has more than 10% of its VRAM in use" in text
+    # Nothing changed on either node: no container was created.
+    for node in nodes.values():
+        assert node.sh(f"docker ps -aq --filter name=^{CONTAINER}$").stdout.strip() == ""

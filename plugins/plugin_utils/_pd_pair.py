@@ -32,7 +32,7 @@ def pd_pair(groups, prefill_group, decode_group):
         if not nodes:
             raise InferaServingError(
                 'the inventory group %s (the %s nodes, infera_%s_group) has no host: put one node in each of %s and %s '
-                '(one each is 1P1D), as inventories/mi355x-example/hosts.yml shows'
+                '(one each is 1P1D), as docs/pd.md shows'
                 % (group, leg, leg, prefill_group, decode_group))
         legs[leg] = nodes
     both = sorted(set(legs['prefill']) & set(legs['decode']))

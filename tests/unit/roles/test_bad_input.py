@@ -67,7 +67,7 @@ def test_a_missing_recipe_file_is_refused_in_one_line(tmp_path):
      "its 8 GPUs); take it out of one"),
     ("[infera_prefill]\nnode-a\n",
      "stage checks: the inventory group infera_decode (the decode nodes, infera_decode_group) has no host: put one "
-     "node in each of infera_prefill and infera_decode (one each is 1P1D), as inventories/mi355x-example/hosts.yml shows"),
+     "node in each of infera_prefill and infera_decode (one each is 1P1D), as docs/pd.md shows"),
 ])
 def test_a_pd_inventory_without_a_pair_is_refused_in_one_line(tmp_path, groups, expected):
     inventory = node_inventory(tmp_path, sys.executable)

@@ -47,6 +47,7 @@ ARGUMENT_SPEC = {
     'model': {'type': 'str', 'default': ''},
     'recipe': {'type': 'str', 'default': ''},
     'variants': {'type': 'dict', 'default': {}},
+    'topology': {'type': 'dict', 'default': {}},
     'bench_args': {'type': 'dict', 'default': {}},
     'points': {'type': 'list', 'elements': 'dict', 'default': []},
     'conc': {'type': 'int', 'required': True},

@@ -91,6 +91,14 @@ options:
         the argv."
     type: dict
     default: {}
+  topology:
+    description:
+      - The PD pair that served the points, as the P(infera.serving.pd_pair#filter) filter reads it. The manifest records
+        C(kind=pd), its C(label) (V(1P1D)), its C(prefill) and C(decode) nodes and its C(router) node; O(variants) then
+        holds each leg's argv and env.
+      - "Empty, the manifest records C({kind: mixed})."
+    type: dict
+    default: {}
   bench_args:
     description: The bench client's settings, recorded as they are (the report lists them; C(random_input_len) and C(random_output_len) fill ISL and OSL).
     type: dict
@@ -240,7 +248,7 @@ point:
 manifest:
   description:
     - The whole manifest as written, with C(run_id), C(host), C(simulated), C(image), C(image_digest), C(stack), C(model),
-      C(recipe), C(variants), C(bench_args) and C(points).
+      C(recipe), C(variants), C(topology), C(bench_args) and C(points).
     - Pass C(manifest.points) as O(points) of the next point.
   returned: always
   type: dict
@@ -253,6 +261,7 @@ manifest:
     model: /data/hf-cache/DeepSeek-V4-Pro
     recipe: dsv4-pro-mi355x-mixed
     variants: {nodp: {argv: [--tp-size, "8"], env: {}}}
+    topology: {kind: mixed}
     bench_args: {random_input_len: 8192, random_output_len: 1024}
     points: []
 figures:

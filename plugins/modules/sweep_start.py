@@ -16,6 +16,8 @@ description:
     one node still in the play (O(topology=serving)) the fleet's first router node by name. A fleet is swept once,
     through that router, each concurrency C sent as C x N over the fleet's N serving workers, and every node of the
     fleet follows that node's plan.
+  - A PD pair (O(pair)) is swept once, through its router on the prefill group's first node, each concurrency C sent as
+    C; the router lists every leg.
   - Names where the run's results go. On the node, it is the C(results) folder of O(work_dir), under O(run_id). On the
     controller, it is O(results_dir), under O(run_id) and the host.
   - On the node that runs the points, plans them as P(infera.serving.sweep_plan#lookup) does (order, resume,
@@ -71,6 +73,14 @@ options:
     type: list
     elements: str
     default: []
+  pair:
+    description:
+      - A PD pair, as the P(infera.serving.pd_pair#filter) filter reads it from the inventory (C(router), C(hosts)); empty
+        for a mixed sweep.
+      - Its points go through the router on C(router), each concurrency as it is, and that router must list every node of
+        C(hosts) before a phase's first point.
+    type: dict
+    default: {}
 seealso:
   - plugin: infera.serving.sweep_plan
     plugin_type: lookup
@@ -114,7 +124,10 @@ sweep:
       description: Whether this host runs the points (it is its own bench host).
       type: bool
     fleet_workers:
-      description: The serving workers the bench host's router spreads the points over.
+      description: The serving workers a concurrency is multiplied by (N in a serving fleet's sweep, 1 for a node or a PD pair).
+      type: int
+    router_workers:
+      description: The workers the bench host's router must list before a phase's first point (every leg of a PD pair).
       type: int
     remote_dir:
       description: The run's folder on the node.

@@ -24,7 +24,7 @@ BOOTSTRAP_DEFAULT = 8998
 
 def pd_pair(groups, prefill_group, decode_group):
     """{'prefill': [nodes], 'decode': [nodes], 'hosts': every node sorted, 'router': the router's node,
-    'modes': {'prefill': n, 'decode': m}} from the inventory's groups. Raises InferaServingError in one line when a
+    'modes': {'prefill': n, 'decode': m}, 'label': 'nPmD'} from the inventory's groups. Raises InferaServingError in one line when a
     group is missing or empty, or a node is in both."""
     legs = {}
     for leg, group in zip(LEGS, (prefill_group, decode_group)):
@@ -41,7 +41,8 @@ def pd_pair(groups, prefill_group, decode_group):
             '%s %s in both %s and %s: a node runs one leg (the two legs would share its 8 GPUs); take it out of one'
             % (', '.join(both), 'is' if len(both) == 1 else 'are', prefill_group, decode_group))
     return {'prefill': legs['prefill'], 'decode': legs['decode'], 'hosts': sorted(legs['prefill'] + legs['decode']),
-            'router': legs['prefill'][0], 'modes': {leg: len(legs[leg]) for leg in LEGS}}
+            'router': legs['prefill'][0], 'modes': {leg: len(legs[leg]) for leg in LEGS},
+            'label': '%dP%dD' % (len(legs['prefill']), len(legs['decode']))}
 
 
 def pd_problem(groups, prefill_group, decode_group):

@@ -45,12 +45,13 @@ def _concurrency_entry(node_conc, values):
 def fleet_comparison(rows):
     """The fleet section of a run, or None when fewer than two nodes have a valid node point.
 
-    ``rows``: the run's valid rows. Per node concurrency (the concurrency of the sweep's list),
+    ``rows``: the run's valid rows; a PD pair's points stand beside the nodes, not among them. Per node concurrency (the concurrency of the sweep's list),
     each node's FLEET_METRIC, the median of the nodes measured there and the nodes more than
     BELOW_MEDIAN below it; ``below`` lists those across concurrencies; ``simulated_hosts`` names the
     nodes whose figures come from the simulator; ``fleet_points`` the points of fleet sweeps.
     """
-    node_rows = [row for row in rows if not row['Fleet'] and row[FLEET_METRIC] is not None]
+    node_rows = [row for row in rows if not row['Fleet'] and row.get('Topology', 'mixed') == 'mixed'
+                 and row[FLEET_METRIC] is not None]
     hosts = sorted({row['Host'] for row in node_rows})
     if len(hosts) < 2:
         return None

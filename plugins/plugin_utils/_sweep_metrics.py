@@ -55,7 +55,8 @@ def _metric_columns():
 METRIC_COLUMNS = tuple(_metric_columns())
 LATENCY_COLUMNS = frozenset(column for column in METRIC_COLUMNS if column.endswith('(ms)'))
 
-IDENTITY_COLUMNS = ('Run ID', 'Host', 'Simulated', 'Model', 'ISL', 'OSL', 'Range Ratio', 'Variant', 'Concurrency',
+# Topology: what served the point, 'mixed' (one worker per node) or a PD pair's label (1P1D).
+IDENTITY_COLUMNS = ('Run ID', 'Host', 'Simulated', 'Model', 'ISL', 'OSL', 'Range Ratio', 'Variant', 'Topology', 'Concurrency',
                     'TP', 'PP', 'DP', 'EP', 'DP Attention', 'GPUs', 'Workers', 'Fleet', 'Node Concurrency')
 RETOKENIZED = 'Retokenized Output Tokens'
 TOKENIZER_MISMATCH = 'Tokenizer Mismatch'

@@ -15,7 +15,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics impo
     OUTPUT_THROUGHPUT_PER_GPU,
     THROUGHPUT_PER_GPU,
 )
-from ansible_collections.infera.serving.plugins.plugin_utils._sweep_render import run_ids
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_render import run_ids, served_as
 
 # InferenceX's main chart: token throughput per GPU against median interactivity; output throughput beside it.
 PLOT_PANELS = ((THROUGHPUT_PER_GPU, 'Token throughput per GPU (tok/s/GPU)'),
@@ -30,7 +30,7 @@ def _series(rows):
     several_hosts = len({row['Host'] for row in rows}) > 1
     groups = {}
     for row in rows:
-        label = ('fleet ' if row['Fleet'] else '') + row['Variant']
+        label = ('fleet ' if row['Fleet'] else '') + served_as(row)
         groups.setdefault('%s %s' % (row['Host'], label) if several_hosts else label, []).append(row)
     return groups
 
@@ -43,7 +43,7 @@ def _draw_panel(axes, run, column, label):
             continue
         axes.plot([x for x, _y, _row in points], [y for _x, y, _row in points], marker='o', label=name)
         for x, y, row in points:
-            axes.annotate('c%s %s' % (row['Concurrency'], row['Variant']), (x, y), textcoords='offset points',
+            axes.annotate('c%s %s' % (row['Concurrency'], served_as(row)), (x, y), textcoords='offset points',
                           xytext=(4, 4), fontsize=7)
     targets = run['targets']
     if targets and targets['metric'] == column:

@@ -30,7 +30,11 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers impo
 MANIFEST = 'manifest.json'
 # The run's keys of a manifest; 'points' follows them.
 RUN_KEYS = ('run_id', 'host', 'simulated', 'image', 'image_digest', 'stack', 'model', 'recipe', 'variants',
-            'bench_args')
+            'topology', 'bench_args')
+# What served the points when the sweep names nothing: one mixed worker per node.
+MIXED = {'kind': 'mixed'}
+# What a manifest keeps of a PD pair (plugin_utils/_pd_pair.py pd_pair).
+PAIR_KEYS = ('label', 'prefill', 'decode', 'router')
 # The planned point's keys record_point needs. conc: the client's --max-concurrency; node_conc: the
 # concurrency of the sweep's list it stands for (conc / N for a fleet point); workers: the serving
 # workers the router listed before the bench (_sweep_workers.serving_workers), None when unknown.
@@ -176,8 +180,11 @@ def kept_results(host_dir, phases, prompts_per_conc, fleet_workers=1):
 # ---------------------------------------------------------------- the manifest
 
 def build_manifest(run, points):
-    """The manifest of one host: the run's keys (RUN_KEYS) and its points so far."""
+    """The manifest of one host: the run's keys (RUN_KEYS) and its points so far. The run's topology is a PD pair
+    (pd_pair's), recorded as its PAIR_KEYS, or empty: MIXED."""
     manifest = {key: run[key] for key in RUN_KEYS}
+    pair = manifest['topology'] or {}
+    manifest['topology'] = dict({key: pair[key] for key in PAIR_KEYS if key in pair}, kind='pd') if pair else dict(MIXED)
     manifest['points'] = list(points)
     return manifest
 
@@ -250,7 +257,15 @@ def read_manifest(host_dir):
         raise SweepResultsError('%s must be a JSON object with a "points" list' % path)
     manifest['host'] = manifest.get('host') or os.path.basename(host_dir)
     manifest['simulated'] = _truthy(manifest.get('simulated'))
+    if not isinstance(manifest.get('topology'), dict) or not manifest['topology'].get('kind'):
+        manifest['topology'] = dict(MIXED)
     return manifest
+
+
+def topology_label(manifest):
+    """What served a manifest's points, as the report names it: 'mixed', or a PD pair's label (1P1D)."""
+    topology = manifest.get('topology') or MIXED
+    return str(topology.get('label') or topology.get('kind') or MIXED['kind'])
 
 
 def find_manifests(run_dir):

@@ -99,6 +99,13 @@ def _shape(row):
     return '%s/%s/%s' % (row['TP'], row['DP'], row['EP'])
 
 
+def served_as(row):
+    """The variant cell: a mixed point's variant, or the PD pair that served the point (1P1D), so that mixed and PD
+    results of one workload stand side by side."""
+    topology = row.get('Topology') or 'mixed'
+    return row['Variant'] if topology == 'mixed' else topology
+
+
 def host_label(row):
     """The host cell: a fleet point or a point served by several workers says so (its per-GPU figures count all of theirs)."""
     if row['Fleet']:
@@ -144,7 +151,7 @@ _TABLE_HEADER = ('host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU', 'out/GPU', 
 
 
 def _table_cells(row, higher_is_better):
-    return (host_label(row), str(row['Concurrency']), row['Variant'], _shape(row), _number(row[THROUGHPUT_PER_GPU]),
+    return (host_label(row), str(row['Concurrency']), served_as(row), _shape(row), _number(row[THROUGHPUT_PER_GPU]),
             _number(row[OUTPUT_THROUGHPUT_PER_GPU]), _number(row[INPUT_THROUGHPUT_PER_GPU]),
             _number(row[MEDIAN_INTERACTIVITY]), _number(row[latency_column('P99', 'TTFT')]),
             _number(row[latency_column('P99', 'TPOT')]), verdict(row, higher_is_better))
@@ -232,6 +239,14 @@ def _argv_block(argv):
     return ['```text'] + lines + ['```']
 
 
+def _topology_text(topology):
+    if topology.get('kind') != 'pd':
+        return 'mixed (one worker per node)'
+    return '%s (prefill %s; decode %s; router on %s; the per-GPU figures count every leg\'s GPUs)' % (
+        topology.get('label') or 'PD', ', '.join(topology.get('prefill') or ()) or '-',
+        ', '.join(topology.get('decode') or ()) or '-', topology.get('router') or '-')
+
+
 def _manifest_section(manifest):
     lines = ['', '## Host %s' % manifest['host'], '',
              '- run: `%s`%s' % (manifest.get('run_id', ''), ' (SIMULATED)' if manifest['simulated'] else ''),
@@ -240,6 +255,7 @@ def _manifest_section(manifest):
              '- stack: %s' % ((manifest.get('stack') or {}).get('summary') or '-'),
              '- model: `%s`' % (manifest.get('model') or '-'),
              '- recipe: `%s`' % (manifest.get('recipe') or '-'),
+             '- topology: %s' % _topology_text(manifest.get('topology') or {}),
              '', '### Bench arguments', '']
     bench_args = manifest.get('bench_args') or {}
     lines.extend(_markdown_table(('argument', 'value'), [('`%s`' % key, '`%s`' % (value,)) for key, value in bench_args.items()]))
@@ -309,7 +325,7 @@ def render_report(run):
     header = ('host', 'conc', 'variant', 'TP/DP/EP', 'tok/s/GPU total', 'tok/s/GPU output', 'tok/s/GPU input',
               'tok/s/user (median)', 'TTFT p99 ms', 'TPOT p99 ms', 'target', 'ratio / result')
     lines.extend(_markdown_table(header, [
-        (host_label(row), row['Concurrency'], row['Variant'], _shape(row), _number(row[THROUGHPUT_PER_GPU]),
+        (host_label(row), row['Concurrency'], served_as(row), _shape(row), _number(row[THROUGHPUT_PER_GPU]),
          _number(row[OUTPUT_THROUGHPUT_PER_GPU]), _number(row[INPUT_THROUGHPUT_PER_GPU]), _number(row[MEDIAN_INTERACTIVITY]),
          _number(row[latency_column('P99', 'TTFT')]), _number(row[latency_column('P99', 'TPOT')]),
          _number(row['Target']), _bold_if(verdict(row, _higher_is_better(run)), row['Below Target']))

@@ -34,6 +34,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record impor
     recorded_file,
     recorded_problem,
     recorded_status,
+    topology_label,
     write_if_changed,
 )
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_render import (
@@ -63,6 +64,7 @@ def _point_context(manifest, point):
         'OSL': optional_int(bench_args.get('random_output_len')),
         'Range Ratio': optional_float(bench_args.get('random_range_ratio')),
         'Variant': point.get('variant', ''),
+        'Topology': topology_label(manifest),
         'Concurrency': optional_int(point.get('conc')),
         'Fleet': is_fleet_point(point),
         'Node Concurrency': node_concurrency(point),

@@ -2,13 +2,16 @@
 """The PD pair of Infera's 1P1D page on two rehearsal nodes (infera-node-9 prefill, infera-node-10 decode), deployed
 by docs/pd.md's rehearsal command as printed: each wrapper runs exactly the page's argv and environment (the page is
 parsed, not the role's data), the router lists one prefill and one decode worker, a completion goes through the pair,
-and a rerun changes nothing. Everything measured here is SIMULATED."""
+a rerun changes nothing, and docs/pd.md's one-point sweep writes its jsonl with per-GPU figures over the pair's 16 GPUs.
+Everything measured here is SIMULATED."""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shlex
+import shutil
 import subprocess
 
 import pytest
@@ -133,11 +136,49 @@ def test_the_pair_runs_the_page_s_legs_serves_through_the_router_and_a_rerun_cha
     recap = [line for line in out.splitlines() if line.startswith((PREFILL, DECODE)) and "changed=" in line]
     assert len(recap) == 2 and all("changed=0" in line and "failed=0" in line for line in recap), out[-3000:]
 
+    check_sweep(nodes)
+
     # docs/pd.md's teardown: both legs stopped (deregistered, engines gone), the router and both containers removed.
     rc, out = playbook(doc_command("teardown"))
     assert rc == 0, out[-6000:]
     for node in nodes.values():
         assert node.sh(f"docker ps -aq --filter name=^{CONTAINER}$").stdout.strip() == ""
+
+
+def check_sweep(nodes):
+    """docs/pd.md's one-point sweep, as printed: the point goes through the pair's router as it is (c4), its jsonl
+    comes back under the router's node, its per-GPU figures count both legs' GPUs (recomputed here from the jsonl),
+    the manifest records the pair and each leg's argv and env, and the deployed pair did not change."""
+    command = doc_command("sweep")
+    run_id = re.search(r"-e run_id=(\S+)", command).group(1)
+    results = REPO / "results" / run_id
+    shutil.rmtree(results, ignore_errors=True)
+    running = {leg: engines(node) for leg, node in nodes.items()}
+    rc, out = playbook(command)
+    assert rc == 0, out[-6000:]
+    assert "SIMULATED" in out
+    # The pair was up: neither leg restarted.
+    assert {leg: engines(node) for leg, node in nodes.items()} == running
+    assert all(running.values()), running
+    assert sorted(path.name for path in results.iterdir() if path.is_dir()) == [PREFILL]
+    host_dir = results / PREFILL
+    record = json.loads((host_dir / "mix_c4.jsonl").read_text(encoding="utf-8").splitlines()[-1])
+    assert record["max_concurrency"] == 4 and record["completed"] == 40
+    manifest = json.loads((host_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["topology"] == {"kind": "pd", "label": "1P1D", "prefill": [PREFILL], "decode": [DECODE],
+                                    "router": PREFILL}
+    for leg in ("prefill", "decode"):
+        argv, env = wrapper(nodes[leg])
+        noted = manifest["variants"][leg]
+        assert flags(noted["argv"])["--disaggregation-mode"] == [leg] == flags(argv)["--disaggregation-mode"]
+        assert {name: env.get(name) for name in noted["env"]} == noted["env"], leg
+    [point] = manifest["points"]
+    assert (point["status"], point["conc"], point["fleet"], len(point["workers"])) == ("ok", 4, False, 2), point
+    with open(results / "results.csv", encoding="utf-8", newline="") as handle:
+        [row] = list(csv.DictReader(handle))
+    assert (row["Topology"], row["GPUs"], row["Workers"], row["Concurrency"]) == ("1P1D", "16", "2", "4"), row
+    tokens = record["total_input_tokens"] + record["total_output_tokens"]
+    assert float(row["Throughput/GPU (tok/s)"]) == pytest.approx(tokens / record["duration"] / 16, rel=1e-3)
 
 
 def engines(node):

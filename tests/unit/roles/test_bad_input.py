@@ -80,6 +80,31 @@ def test_a_pd_inventory_without_a_pair_is_refused_in_one_line(tmp_path, groups, 
     assert not [line for line in lines if line.startswith("TASK [") and any(stage in line for stage in NODE_STAGES)]
 
 
+def pd_refused(tmp_path, playbook, *extra):
+    """refused() on an inventory whose one node is in both PD groups' places: node-a prefill, node-b decode."""
+    inventory = node_inventory(tmp_path, sys.executable)
+    text = inventory.read_text().replace("[mi355x]\nnode-a\n", "[mi355x]\nnode-a\nnode-b\n")
+    inventory.write_text(text + "[infera_prefill]\nnode-a\n[infera_decode]\nnode-b\n")
+    returncode, lines = run_playbook(tmp_path, playbook, "-i", str(inventory), *extra)
+    text = "\n".join(lines[-60:])
+    assert returncode != 0, text
+    errors = [line for line in lines if line.startswith("[ERROR]: Task failed")]
+    assert errors, text
+    assert not [line for line in lines if line.startswith("TASK [") and any(stage in line for stage in NODE_STAGES)], text
+    assert not [line for line in lines if line.startswith("PLAY [Deploy PD")], text
+    return errors
+
+
+def test_a_pd_sweep_s_bad_run_id_and_concurrencies_are_refused_before_the_pair_is_deployed(tmp_path):
+    errors = pd_refused(tmp_path, "sweep_pd.yml", "-e", json.dumps({"run_id": "../x"}))
+    assert errors[0].endswith('run_id "../x" is not a plain folder name: use up to 128 letters, digits, \'.\', \'_\' and '
+                              f"'-', starting with a letter or digit, without '/' or '..' (the results go to "
+                              f"{tmp_path}/results/<run_id>/)"), errors
+    errors = pd_refused(tmp_path, "sweep_pd.yml", "-e", json.dumps({"concurrencies": [64, 0], "run_id": "pd"}))
+    assert errors == ["[ERROR]: Task failed: Action failed: conc value 0 in conc [64, 0] must be greater than 0; "
+                      + ACCEPTED_CONC], errors
+
+
 def test_a_pd_leg_with_a_mixed_variant_is_refused_in_one_line(tmp_path):
     line = refused(tmp_path, "deploy_mixed.yml", "-e", "conc=64", "-e", "sglang_worker_mode=decode",
                    "-e", "sglang_worker_variant=dp")

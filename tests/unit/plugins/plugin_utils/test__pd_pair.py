@@ -15,7 +15,7 @@ GROUPS = {'infera_prefill': ['p-2', 'p-1'], 'infera_decode': ['d-1'], 'mi355x': 
 def test_the_prefill_group_s_first_node_runs_the_router_and_each_node_one_leg():
     pair = pd_pair(GROUPS, 'infera_prefill', 'infera_decode')
     assert pair == {'prefill': ['p-1', 'p-2'], 'decode': ['d-1'], 'hosts': ['d-1', 'p-1', 'p-2'], 'router': 'p-1',
-                    'modes': {'prefill': 2, 'decode': 1}}
+                    'modes': {'prefill': 2, 'decode': 1}, 'label': '2P1D'}
     assert [pd_leg(pair, node) for node in ('p-1', 'p-2', 'd-1')] == ['prefill', 'prefill', 'decode']
     with pytest.raises(InferaServingError, match='x is in neither PD group'):
         pd_leg(pair, 'x')

@@ -27,6 +27,7 @@ RUN = {
               'warning': None, 'summary': 'Infera 0.1.1 on SGLang 0.5.15.post1 (a fixed 1800 s ready limit, no drain on '
                                           'SIGTERM)'},
     'model': '/data/hf-cache/DeepSeek-V4-Pro', 'recipe': 'dsv4-pro-mi355x-mixed', 'variants': VARIANTS,
+    'topology': {'kind': 'mixed'},
     'bench_args': {'backend': 'sglang-oai', 'base_url': 'http://infera-node-1:8000', 'dataset_name': 'random',
                    'dataset_path': '', 'random_input_len': 8192, 'random_output_len': 1024, 'random_range_ratio': 1.0,
                    'request_rate': 'inf', 'prompts_per_conc': 10, 'warmup_per_conc': 2, 'extra': {}},
@@ -131,6 +132,14 @@ def test_the_manifest_is_written_as_to_nice_json_wrote_it(host_dir):
     assert sweep_record.write_manifest(str(host_dir), manifest) is True
     assert json.loads((host_dir / 'manifest.json').read_text(encoding='utf-8')) == manifest
     assert sorted(manifest) == sorted(sweep_record.RUN_KEYS + ('points',))
+
+
+def test_a_pd_pair_is_recorded_as_its_legs_and_router_and_no_pair_as_mixed():
+    pair = {'prefill': ['node9'], 'decode': ['node10'], 'hosts': ['node10', 'node9'], 'router': 'node9',
+            'modes': {'prefill': 1, 'decode': 1}, 'label': '1P1D'}
+    assert sweep_record.build_manifest(dict(RUN, topology=pair), [])['topology'] == {
+        'kind': 'pd', 'label': '1P1D', 'prefill': ['node9'], 'decode': ['node10'], 'router': 'node9'}
+    assert sweep_record.build_manifest(dict(RUN, topology={}), [])['topology'] == {'kind': 'mixed'}
 
 
 def test_a_manifest_is_written_once_then_unchanged_and_check_mode_writes_nothing(host_dir):

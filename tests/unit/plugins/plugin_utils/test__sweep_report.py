@@ -14,6 +14,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils import _sweep_repor
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
 
 from .sweep_runs import (
+    DP_ARGV,
     PNG_SIGNATURE,
     bench_record,
     point,
@@ -238,6 +239,39 @@ def test_several_nodes_get_a_fleet_comparison_with_the_slow_node_flagged(run_dir
     assert [(entry['host'], entry['node_conc']) for entry in fleet['below']] == [('node2', 64)]
     assert fleet['below'][0]['shortfall'] == pytest.approx(1 / 3)
     assert fleet['simulated_hosts'] == ['node1', 'node2', 'node3']
+
+
+PD_ARGV = DP_ARGV + ['--disaggregation-mode', 'prefill']
+PD_PAIR = {'kind': 'pd', 'label': '1P1D', 'prefill': ['node9'], 'decode': ['node10'], 'router': 'node9'}
+
+
+def test_a_pd_point_counts_both_legs_gpus_and_stands_beside_mixed_nodes_not_among_them(run_dir):
+    # Two mixed nodes and a 1P1D pair at c64, one workload: the pair's router listed both legs, 16 GPUs made its tokens.
+    node_sweeps(run_dir, {'node1': {64: 100.0}, 'node2': {64: 100.0}})
+    pd_dir = write_manifest(run_dir, 'node9', [point(64, 'prefill', workers=serving(2, dp_size=8))],
+                            variants={'prefill': {'argv': PD_ARGV, 'env': {}},
+                                      'decode': {'argv': DP_ARGV + ['--disaggregation-mode', 'decode'], 'env': {}}},
+                            topology=PD_PAIR)
+    # Far below the mixed nodes per GPU: a node of the fleet would be flagged, the pair is not a node of it.
+    write_lines(pd_dir / 'mix_c64.jsonl', bench_record(64, duration=400.0))
+    run = sweep_report.collect(str(run_dir))
+    pd_row = next(row for row in run['rows'] if row['Host'] == 'node9')
+    assert (pd_row['Topology'], pd_row['Workers'], pd_row['GPUs'], pd_row['Concurrency']) == ('1P1D', 2, 16, 64)
+    assert pd_row['Throughput/GPU (tok/s)'] == pytest.approx(640 * 9216 / 400.0 / 16)
+    assert [row['Topology'] for row in run['rows'] if row['Host'] != 'node9'] == ['mixed', 'mixed']
+    assert run['fleet']['hosts'] == ['node1', 'node2'] and run['fleet']['below'] == []
+    table = sweep_render.text_table(run).splitlines()
+    assert [line.split()[:4] for line in table if line.startswith(('node1', 'node9'))] == [
+        ['node1', '64', 'nodp', '8/1/1'], ['node9', '(2', 'workers)', '64']]
+    assert '1P1D' in next(line for line in table if line.startswith('node9'))
+    report = sweep_render.render_report(run)
+    assert '- topology: 1P1D (prefill node9; decode node10; router on node9;' in report
+    assert '### Engine levers: variant `decode`' in report
+
+
+def test_a_manifest_without_a_topology_is_mixed(run_dir):
+    standard_run(run_dir)
+    assert {row['Topology'] for row in sweep_report.collect(str(run_dir))['rows']} == {'mixed'}
 
 
 def test_one_node_has_no_fleet_comparison(run_dir):

@@ -21,7 +21,7 @@ def params(**overrides):
     base = {'run_id': 'r1', 'phases': PHASES, 'recipe': 'dsv4-pro-mi355x', 'work_dir': '/var/lib/infera/sgl_mix',
             'results_dir': 'results', 'topology': 'serving', 'fleet_hosts': FLEET, 'router_hosts': FLEET,
             'play_hosts': FLEET, 'prompts_per_conc': 10, 'random_input_len': 8192, 'random_output_len': 1024,
-            'targets_file': '', 'force': False}
+            'targets_file': '', 'force': False, 'pair': {}}
     base.update(overrides)
     return base
 
@@ -37,6 +37,26 @@ def test_a_node_sweeps_through_its_own_router_outside_a_serving_fleet():
     assert bench_host('node-2', 'serving', FLEET, FLEET, ['node-2']) == ('node-2', 1)
     assert bench_host('node-2', 'standalone', FLEET, FLEET, FLEET) == ('node-2', 1)
     assert bench_host('node-2', 'serving', FLEET, [], FLEET) == ('node-2', 1)
+
+
+def test_a_pd_pair_goes_through_its_router_with_each_concurrency_as_it_is_and_lists_every_leg(tmp_path):
+    def dwim(path):
+        return str(tmp_path / path)
+
+    pair = {'prefill': ['p-1'], 'decode': ['d-1'], 'hosts': ['d-1', 'p-1'], 'router': 'p-1',
+            'modes': {'prefill': 1, 'decode': 1}, 'label': '1P1D'}
+    legs = ['d-1', 'p-1']
+    prefill = [{'variant': 'prefill', 'concurrencies': [64, 128], 'argv': DP_ARGV, 'env': {}}]
+    decode = start_sweep(params(phases=[dict(prefill[0], variant='decode')], fleet_hosts=legs, router_hosts=['p-1'],
+                                play_hosts=legs, pair=pair), 'd-1', dwim)
+    assert (decode['bench_host'], decode['benches_here'], decode['plan']) == ('p-1', False, None)
+    bench = start_sweep(params(phases=prefill, fleet_hosts=legs, router_hosts=['p-1'], play_hosts=legs, pair=pair),
+                        'p-1', dwim)
+    assert (bench['fleet_workers'], bench['router_workers']) == (1, 2)
+    assert [(point['conc'], point['fleet']) for point in bench['plan']['points']] == [(64, False), (128, False)]
+    # Without the pair, the same two nodes are a serving fleet: C x 2.
+    fleet = start_sweep(params(phases=prefill, fleet_hosts=legs, router_hosts=['p-1'], play_hosts=legs), 'p-1', dwim)
+    assert [point['conc'] for point in fleet['plan']['points']] == [128, 256]
 
 
 def test_the_node_that_runs_the_points_plans_them_with_what_the_controller_holds(tmp_path):

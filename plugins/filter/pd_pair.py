@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
 
-"""infera.serving.pd_pair, pd_problem, pd_leg and pd_ports: a PD-disaggregated deployment's legs from the inventory's groups."""
+"""infera.serving.pd_pair, pd_problem, pd_leg, pd_ports, pd_reach and pd_unreached: a PD-disaggregated deployment's legs
+from the inventory's groups, the ports they listen on and the ports each must reach."""
 
 from __future__ import annotations
 
@@ -25,4 +26,5 @@ class FilterModule:
 
     def filters(self):
         return {'pd_pair': _one_line(_pd_pair.pd_pair), 'pd_problem': _pd_pair.pd_problem,
-                'pd_leg': _one_line(_pd_pair.pd_leg), 'pd_ports': _pd_pair.pd_ports}
+                'pd_leg': _one_line(_pd_pair.pd_leg), 'pd_ports': _pd_pair.pd_ports,
+                'pd_reach': _one_line(_pd_pair.pd_reach), 'pd_unreached': _pd_pair.pd_unreached}

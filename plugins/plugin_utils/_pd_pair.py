@@ -89,3 +89,38 @@ def pd_ports(plan, node, pair, router_port, engine_port):
     if port is not None:
         ports.append(port)
     return ports
+
+
+def pd_reach(pair, node, hostvars, engine_port):
+    """The ports of the other legs this node talks to once they listen, each {'peer', 'address', 'port', 'what'}: a
+    decode node asks every prefill leg's bootstrap server for each request's room (the port its plan sets), the
+    router's node sends each request to every leg's engine. `hostvars`: each node's infera_node_address and, on a
+    prefill node, its sglang_worker_plan."""
+    wanted = []
+    if node in pair['decode']:
+        for peer in pair['prefill']:
+            port = bootstrap_port(hostvars[peer].get('sglang_worker_plan'))
+            wanted.append((peer, port or BOOTSTRAP_DEFAULT, "the prefill leg's bootstrap port"))
+    if node == pair['router']:
+        wanted.extend((peer, int(engine_port), "the %s leg's engine port" % pd_leg(pair, peer))
+                      for peer in pair['hosts'] if peer != node)
+    return [{'peer': peer, 'address': str(hostvars[peer]['infera_node_address']), 'port': port, 'what': what}
+            for peer, port, what in wanted]
+
+
+def pd_unreached(results, node, timeout):
+    """The failure of a node whose tries of pd_reach's ports (the wait_for loop's results) did not all connect, in
+    one message naming each port, the cause and the next step; '' when every port answered."""
+    # ansible.builtin.wait_for answers a port it reached without a msg, and one it did not with its msg (the loop's
+    # failed_when: false clears `failed`).
+    missed = [result['item'] for result in results
+              if not result.get('skipped') and (result.get('failed') or result.get('msg'))]
+    if not missed:
+        return ''
+    ports = '; '.join('%s %d on %s (%s)' % (item['what'], item['port'], item['peer'], item['address']) for item in missed)
+    checks = ' and '.join('nc -zv %s %d' % (item['address'], item['port']) for item in missed)
+    return ('%s: stage pd-reach: %s did not accept a connection from this node within %s s, though both legs are up. '
+            'Cause: a firewall or security group between the nodes drops the port, or the address is not one the '
+            'peer listens on (infera_advertise_host); without it a request waits SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT '
+            'and fails. Next step: open the port from %s to the peer (check with %s on %s), then rerun: the legs keep '
+            'running and nothing restarts.' % (node, ports, timeout, node, checks, node))

@@ -222,3 +222,27 @@ def test_busy_vram_on_one_leg_stops_both_before_any_change(pair):
     # Nothing changed on either node: no container was created.
     for node in nodes.values():
         assert node.sh(f"docker ps -aq --filter name=^{CONTAINER}$").stdout.strip() == ""
+
+
+def test_a_bootstrap_port_the_decode_node_cannot_reach_is_named_before_any_request_waits_for_it(pair):
+    """A firewall between the legs dropping the prefill leg's bootstrap port: both legs come up, then the decode node's
+    try of the port names it, instead of a completion waiting SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT (1800 s)."""
+    _settings, nodes = pair
+    for node in nodes.values():
+        node.remove_worker_container(CONTAINER)
+    prefill, decode = nodes["prefill"], nodes["decode"]
+    rule = f"INPUT -p tcp --dport 8998 -s {decode.address} -j DROP"
+    prefill.sh(f"iptables -I {rule}")
+    try:
+        rc, out = deploy()
+    finally:
+        prefill.sh(f"iptables -D {rule}")
+    text = " ".join(out.split())
+    assert rc != 0, out[-3000:]
+    assert (f"{DECODE}: stage pd-reach: the prefill leg's bootstrap port 8998 on {PREFILL} ({prefill.address}) did not "
+            "accept a connection from this node within 10 s, though both legs are up.") in text, out[-3000:]
+    assert f"check with nc -zv {prefill.address} 8998 on {DECODE}" in text
+    # Named before the verify's completion, which would have waited for the bootstrap.
+    assert "PD pair up" not in out and "Verify through the router" not in out
+    # The router's node reached the decode leg's engine port: only the dropped port is named.
+    assert f"{PREFILL}: stage pd-reach" not in text

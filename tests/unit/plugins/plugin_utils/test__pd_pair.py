@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
 from ansible_collections.infera.serving.plugins.plugin_utils._pd_pair import (
-    bootstrap_port, pd_leg, pd_pair, pd_ports, pd_problem)
+    bootstrap_port, pd_leg, pd_pair, pd_ports, pd_problem, pd_reach, pd_unreached)
 
 GROUPS = {'infera_prefill': ['p-2', 'p-1'], 'infera_decode': ['d-1'], 'mi355x': ['p-1', 'p-2', 'd-1']}
 
@@ -56,3 +56,34 @@ def test_each_node_checks_the_ports_it_will_listen_on():
     assert pd_ports(prefill, 'p-1', pair, 8000, 30000) == [30000, 8000, 8998]
     assert pd_ports(prefill, 'p-2', pair, 8000, 30000) == [30000, 8998]
     assert pd_ports(decode, 'd-1', pair, '8000', '30000') == [30000]
+
+
+PREFILL_PLAN = {'argv': ['--disaggregation-mode', 'prefill', '--disaggregation-bootstrap-port', '9001']}
+HOSTVARS = {'p-1': {'infera_node_address': '10.1.0.1', 'sglang_worker_plan': PREFILL_PLAN},
+            'p-2': {'infera_node_address': '10.1.0.2', 'sglang_worker_plan': {'argv': ['--disaggregation-mode', 'prefill']}},
+            'd-1': {'infera_node_address': '10.1.0.3', 'sglang_worker_plan': {'argv': ['--disaggregation-mode', 'decode']}}}
+
+
+def test_a_decode_node_reaches_every_bootstrap_port_and_the_router_node_every_other_engine():
+    pair = pd_pair(GROUPS, 'infera_prefill', 'infera_decode')
+    assert pd_reach(pair, 'd-1', HOSTVARS, 30000) == [
+        {'peer': 'p-1', 'address': '10.1.0.1', 'port': 9001, 'what': "the prefill leg's bootstrap port"},
+        {'peer': 'p-2', 'address': '10.1.0.2', 'port': 8998, 'what': "the prefill leg's bootstrap port"}]
+    assert pd_reach(pair, 'p-1', HOSTVARS, 30000) == [
+        {'peer': 'd-1', 'address': '10.1.0.3', 'port': 30000, 'what': "the decode leg's engine port"},
+        {'peer': 'p-2', 'address': '10.1.0.2', 'port': 30000, 'what': "the prefill leg's engine port"}]
+    assert pd_reach(pair, 'p-2', HOSTVARS, 30000) == []
+
+
+def test_a_port_that_did_not_answer_is_named_with_the_cause_and_the_next_step():
+    item = {'peer': 'p-1', 'address': '10.1.0.1', 'port': 8998, 'what': "the prefill leg's bootstrap port"}
+    reached = {'item': dict(item, port=9001), 'elapsed': 0, 'state': 'started', 'failed': False, 'changed': False}
+    timed_out = {'item': item, 'elapsed': 10, 'msg': 'Timeout when waiting for 10.1.0.1:8998', 'failed': False,
+                 'failed_when_result': False}
+    assert pd_unreached([reached, {'item': item, 'skipped': True}], 'd-1', 10) == ''
+    assert pd_unreached([reached, timed_out], 'd-1', 10) == (
+        "d-1: stage pd-reach: the prefill leg's bootstrap port 8998 on p-1 (10.1.0.1) did not accept a connection from "
+        "this node within 10 s, though both legs are up. Cause: a firewall or security group between the nodes drops "
+        "the port, or the address is not one the peer listens on (infera_advertise_host); without it a request waits "
+        "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT and fails. Next step: open the port from d-1 to the peer (check with "
+        "nc -zv 10.1.0.1 8998 on d-1), then rerun: the legs keep running and nothing restarts.")

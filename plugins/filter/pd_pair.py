@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
 
-"""infera.serving.pd_pair, pd_problem, pd_leg, pd_ports, pd_reach and pd_unreached: a PD-disaggregated deployment's legs
-from the inventory's groups, the ports they listen on and the ports each must reach."""
+"""infera.serving.pd_pair, pd_problem, pd_leg, pd_ports, pd_reach, pd_unreached and pd_watch: a PD-disaggregated
+deployment's legs from the inventory's groups, the ports they listen on, the ports each must reach, the legs a sweep watches."""
 
 from __future__ import annotations
 
@@ -27,4 +27,5 @@ class FilterModule:
     def filters(self):
         return {'pd_pair': _one_line(_pd_pair.pd_pair), 'pd_problem': _pd_pair.pd_problem,
                 'pd_leg': _one_line(_pd_pair.pd_leg), 'pd_ports': _pd_pair.pd_ports,
-                'pd_reach': _one_line(_pd_pair.pd_reach), 'pd_unreached': _pd_pair.pd_unreached}
+                'pd_reach': _one_line(_pd_pair.pd_reach), 'pd_unreached': _pd_pair.pd_unreached,
+                'pd_watch': _one_line(_pd_pair.pd_watch)}

@@ -51,6 +51,7 @@ ARGUMENT_SPEC = dict(
     engine_log=dict(type='path', aliases=['engine_log_path']),
     engine_health_url=dict(type='str'),
     router_url=dict(type='str'),
+    legs=dict(type='list', elements='dict', default=[]),
     health_failures=dict(type='int', default=3),
     health_interval=dict(type='float', default=5.0),
     deadline=dict(type='int', default=3600),
@@ -69,26 +70,24 @@ ARGUMENT_SPEC = dict(
 # Read by the action plugin only: how to slice and what its progress lines say.
 ACTION_ONLY_OPTIONS = tuple(SLICE_OPTIONS) + ('label', 'estimate')
 
-# SGLang's /health sends a one-token generation through the scheduler and gives up after 20 s
-# (SGLANG_HEALTH_CHECK_TIMEOUT), so a loaded but live engine can take that long to answer.
+# SGLang's /health sends a one-token generation through the scheduler and gives up after 20 s (SGLANG_HEALTH_CHECK_TIMEOUT),
+# so a loaded but live engine can take that long to answer.
 HEALTH_TIMEOUT = 30.0
 # The Infera router answers its listing and /health from memory: longer than this is a router in trouble.
 ROUTER_TIMEOUT = 10.0
 # ...or a router busy with the point's first requests (the warmup sends 2xC at once): a listing that timed out is read
 # again, a second apart, until this long after the first reading. A router that refuses the connection is down: at once.
 ROUTER_PATIENCE = 30.0
-# A client whose requests all failed because the engine died often exits before the
-# engine's exit marker is written: give the marker this long before blaming the client.
-# The marker comes after Infera's wrapper has noticed the death (infera/engine/base.py polls its
-# engine every 1 s), revoked its etcd lease and exited; on a loaded node that took over 1.5 s.
-# An engine whose /health answers 200 meanwhile is alive: the client failed on its own, said at once.
+# A client whose requests all failed because the engine died often exits before the engine's exit marker is written:
+# give the marker this long before blaming the client. The marker comes after Infera's wrapper has noticed the death
+# (infera/engine/base.py polls its engine every 1 s), revoked its etcd lease and exited; on a loaded node that took
+# over 1.5 s. An engine whose /health answers 200 meanwhile is alive: the client failed on its own, said at once.
 _ENGINE_EXIT_GRACE = 5.0
 
-# What sglang.bench_serving prints, in order: the warmup starts and ends on stdout, then the main
-# run draws a tqdm bar on stderr (redrawn with carriage returns), then the results. The same lines in
-# 0.4.10.post2 (the rehearsal's client: sglang/bench_serving.py:1346, :1385, :1403, :1467) and in
-# 0.5.15.post1 (the image's: sglang/benchmark/serving.py:1326, :1391, :1451, :1547, behind the
-# deprecated sglang/bench_serving.py shim); real logs of both in tests/unit/data/bench_client/.
+# What sglang.bench_serving prints, in order: the warmup starts and ends on stdout, then the main run draws a tqdm bar
+# on stderr (redrawn with carriage returns), then the results. The same lines in 0.4.10.post2 (the rehearsal's client:
+# sglang/bench_serving.py:1346, :1385, :1403, :1467) and in 0.5.15.post1 (the image's: sglang/benchmark/serving.py:1326,
+# :1391, :1451, :1547, behind the deprecated sglang/bench_serving.py shim); real logs of both in tests/unit/data/bench_client/.
 BENCH_STAGES = ('starting', 'warmup', 'main', 'results')
 _WARMUP_START = re.compile(r'Starting warmup with (\d+) sequences')
 _WARMUP_DONE = re.compile(r'Warmup completed with \d+ sequences')
@@ -128,6 +127,8 @@ class _Options(WaitOptions):
                             'such as its output file path')
         check_url('engine_health_url', self.engine_health_url)
         check_url('router_url', self.router_url)
+        for leg in self.legs:
+            check_url('legs health_url', leg.get('health_url'))
 
     @property
     def point(self):
@@ -325,6 +326,9 @@ class BenchPointWait:
         if options.engine_health_url:
             self.health = _HealthWatch(options.engine_health_url, options.health_interval, self.carried_failures,
                                        self.clock, self.in_background)
+        # A PD pair's other legs, which serve the point's requests with this node's engine: each /health is watched.
+        self.legs = [(leg, _HealthWatch(leg['health_url'], options.health_interval, 0, self.clock, self.in_background))
+                     for leg in options.legs]
         outcome = self._poll_until_outcome(slice_start)
         if outcome is None:
             if self.health:
@@ -346,8 +350,8 @@ class BenchPointWait:
         """The outcome tuple, or None when the slice (max_wait) is over first."""
         options = self.options
         while True:
-            if self.health:
-                self.health.look()
+            for watch in self._watches():
+                watch.look()
             if options.log_path:
                 read_progress(options.log_path, self.reading, self.progress)
             # The bench exit file first: a point that finished counts even if the engine died just after.
@@ -356,6 +360,10 @@ class BenchPointWait:
                 engine_code = self._engine_exit_within(_ENGINE_EXIT_GRACE) if code != 0 else False
                 if engine_code is not False:
                     return 'engine_exited', engine_code
+                # A leg that died fails the point's requests, and the client may end before three checks saw it.
+                down = next((dict(leg, last=status) for leg, status in self._legs_now() if status != 200), None)
+                if down:
+                    return 'leg', down
                 if code == 0 and options.router_url:
                     trouble = _router_down(options.router_url)
                     if trouble:
@@ -367,17 +375,25 @@ class BenchPointWait:
                 return 'engine_exited', engine_code
             if self.health and self.health.consecutive_failures >= options.health_failures:
                 return 'unhealthy', self.health.last
+            down = next((dict(leg, last=watch.last) for leg, watch in self.legs
+                         if watch.consecutive_failures >= options.health_failures), None)
+            if down:
+                return 'leg', down
             if self.clock() - self.started_at >= options.deadline:
                 return 'deadline', None
             if options.max_wait and self.clock() - slice_start >= options.max_wait:
                 return None
             self.sleep(self._pause())
 
+    def _watches(self):
+        return ([self.health] if self.health else []) + [watch for _leg, watch in self.legs]
+
+    def _legs_now(self):
+        return [(leg, _health.probe_health(leg['health_url'], HEALTH_TIMEOUT)[0]) for leg in self.options.legs]
+
     def _pause(self):
         """Until the next poll, or until the next health check is due if that comes first."""
-        if self.health:
-            return min(self.options.poll_interval, self.health.seconds_to_next_check())
-        return self.options.poll_interval
+        return min([self.options.poll_interval] + [watch.seconds_to_next_check() for watch in self._watches()])
 
     def _engine_exit_within(self, grace):
         """The engine's exit code once its marker appears within grace; False when it does not, or at once when the

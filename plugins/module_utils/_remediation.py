@@ -197,6 +197,9 @@ def point_cause(options, kind, detail):
         return 'the engine exit file %s appeared (%s)' % (options.engine_exit_file, code)
     if kind == 'router':
         return 'the Infera router at %s stopped answering (%s)' % (options.router_url, detail)
+    if kind == 'leg':
+        return ('the %s does not answer its health URL %s (last: %s)' % (detail['name'], detail['health_url'],
+                                                                        detail['last']))
     if kind == 'unhealthy':
         return ('the engine health URL %s failed %d checks in a row, %s s apart (last: %s)'
                 % (options.engine_health_url, options.health_failures,
@@ -236,6 +239,8 @@ def _headline(options, kind, detail):
         return '%s exceeded its deadline of %d s' % (options.point, options.deadline)
     if kind == 'router':
         return 'the Infera router stopped answering during %s' % options.point
+    if kind == 'leg':
+        return 'the %s died during %s' % (detail['name'], options.point)
     if detail is None:
         return 'the bench client of %s left no exit code' % options.point
     return 'the bench client exited %d during %s' % (detail, options.point)
@@ -257,6 +262,10 @@ def _point_next_step(options, kind, detail, killed, denied):
     if kind == 'router':
         return ('read the router log on its node, then run the sweep again with the same run_id: the router is started '
                 'again and this point runs again; %s' % stopped)
+    if kind == 'leg':
+        return ('read the engine log on that node (logs/engine.log under its work directory), then run the sweep again '
+                'with the same run_id: the pair is brought up again, valid points are kept and this point runs again; '
+                '%s' % stopped)
     return ('check in %s that the engine still makes progress, then raise deadline or lower --num-prompts for this '
             'concurrency; %s' % (engine_log, stopped))
 

@@ -92,6 +92,15 @@ options:
       - The checks run beside the wait in a thread, so a slow answer never delays noticing O(exit_file).
       - The URL is asked directly, never through a proxy set in the environment.
     type: str
+  legs:
+    description:
+      - The other legs of a PD pair, which serve the point's requests with this node's engine, each with C(name) (how
+        the failure names it, for example V(decode leg on node2)) and C(health_url) (its engine's C(/health)).
+      - Each is checked as O(engine_health_url) is. O(health_failures) failed checks in a row, or no answer when the
+        client ends, abort the point naming the leg.
+    type: list
+    elements: dict
+    default: []
   router_url:
     description:
       - The Infera router the point's requests go through, for example V(http://127.0.0.1:8000).

@@ -124,3 +124,11 @@ def pd_unreached(results, node, timeout):
             'peer listens on (infera_advertise_host); without it a request waits SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT '
             'and fails. Next step: open the port from %s to the peer (check with %s on %s), then rerun: the legs keep '
             'running and nothing restarts.' % (node, ports, timeout, node, checks, node))
+
+
+def pd_watch(pair, node, hostvars, engine_port):
+    """The other legs a sweep's bench node watches while a point runs, each {'name', 'health_url'}: every leg's engine
+    /health but its own, at the address the router sends it requests (sglang_bench_wait's legs)."""
+    return [{'name': '%s leg on %s' % (pd_leg(pair, peer), peer),
+             'health_url': 'http://%s:%d/health' % (hostvars[peer]['infera_node_address'], int(engine_port))}
+            for peer in pair['hosts'] if peer != node]

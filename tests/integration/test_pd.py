@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -246,3 +247,37 @@ def test_a_bootstrap_port_the_decode_node_cannot_reach_is_named_before_any_reque
     assert "PD pair up" not in out and "Verify through the router" not in out
     # The router's node reached the decode leg's engine port: only the dropped port is named.
     assert f"{PREFILL}: stage pd-reach" not in text
+
+
+def test_a_decode_leg_that_dies_mid_sweep_aborts_the_point_naming_it_and_keeps_the_earlier_point(pair):
+    """The decode engine SIGKILLed while c8 is measured on the prefill node: the point aborts naming the decode leg
+    (its /health, watched from the bench node), c2 stays valid on the controller."""
+    _settings, nodes = pair
+    prefill, decode = nodes["prefill"], nodes["decode"]
+    run_id = f"pd-decode-dies-{time.time_ns()}"
+    settings = {"run_id": run_id, "concurrencies": [2, 8], "sweep_random_input_len": 64, "sweep_random_output_len": 512,
+                "sweep_prompts_per_conc": 4, "sweep_below_target": "ignore"}
+    process = subprocess.Popen(["ansible-playbook", "playbooks/sweep_pd.yml", "-e", json.dumps(settings)], cwd=REPO,
+                               env=playbook_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline and process.poll() is None:
+            if prefill.sh("pgrep -f 'sglang.bench_serving.*--max-concurrency 8 '", check=False).returncode == 0:
+                time.sleep(3)  # the client is measuring c8
+                decode.in_container(CONTAINER, "pkill -KILL -f 'sglang[.]launch_server'")
+                break
+            time.sleep(0.5)
+        out, _ = process.communicate(timeout=900)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = " ".join(out.split())
+    assert process.returncode != 0, out[-3000:]
+    assert (f"{PREFILL}: stage sweep c8 (prefill): the decode leg on {DECODE} died during point c8 on {PREFILL}") in text, \
+        out[-3000:]
+    assert f"Cause: the decode leg on {DECODE} does not answer its health URL http://{decode.address}:30000/health" in text
+    points = {point["conc"]: point for point in
+              json.loads((REPO / "results" / run_id / PREFILL / "manifest.json").read_text(encoding="utf-8"))["points"]}
+    assert (points[2]["status"], points[8]["status"]) == ("ok", "aborted"), points
+    assert (REPO / "results" / run_id / PREFILL / "mix_c2.jsonl").exists()
+    shutil.rmtree(REPO / "results" / run_id, ignore_errors=True)

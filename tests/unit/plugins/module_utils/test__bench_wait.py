@@ -333,6 +333,35 @@ def test_failing_health_aborts_after_n_checks_in_a_row(point, stopped_at_once):
     assert 'read the engine log /srv/sglang/logs/engine.log and redeploy' in message
 
 
+def test_a_pd_leg_that_stops_answering_aborts_the_point_naming_the_leg(point, stopped_at_once):
+    with HealthServer(status=200) as engine, HealthServer(status=503) as decode, BenchProcess() as bench:
+        leg = {'name': 'decode leg on node4', 'health_url': decode.url}
+        message, details = point.failure(point.params(engine_health_url=engine.url, legs=[leg], health_interval=0.1,
+                                                      health_failures=3, kill_match=bench.mark))
+        assert bench.ended_by() == signal.SIGTERM
+    assert decode.hits >= 3 and details['elapsed'] == 0.2
+    assert message.startswith('the decode leg on node4 died during point c64 on node3 (host vm), stage sweep')
+    assert details['cause'] == 'the decode leg on node4 does not answer its health URL %s (last: 503)' % decode.url
+    assert 'Next step: read the engine log on that node (logs/engine.log under its work directory), then run the sweep ' \
+           'again with the same run_id: the pair is brought up again, valid points are kept and this point runs again' \
+        in message
+
+
+def test_a_pd_leg_down_when_the_client_ends_fails_the_point_a_live_one_does_not(point, clock):
+    with HealthServer(status=200) as decode:
+        leg = {'name': 'decode leg on node4', 'health_url': decode.url}
+        later(clock, 0.2, point.output, RESULT_LINE + '\n')
+        later(clock, 0.3, point.exit_file, '0\n')
+        result, _warnings = point.wait(point.params(legs=[leg], health_interval=60))
+        assert result['aborted'] is False
+        # Down at the end, before three checks (an hour apart) could see it: the client's requests failed on it.
+        os.remove(point.exit_file)
+        decode.status = 503
+        later(clock, 0.3, point.exit_file, '0\n')
+        _message, details = point.failure(point.params(legs=[leg], health_interval=3600))
+    assert details['cause'] == 'the decode leg on node4 does not answer its health URL %s (last: 503)' % decode.url
+
+
 def test_health_recovering_resets_the_count(point, clock):
     with HealthServer(status=503) as health:
         # Two failures, then healthy again: three in a row never happen.

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
 from ansible_collections.infera.serving.plugins.plugin_utils._pd_pair import (
-    bootstrap_port, pd_leg, pd_pair, pd_ports, pd_problem, pd_reach, pd_unreached)
+    bootstrap_port, pd_leg, pd_pair, pd_ports, pd_problem, pd_reach, pd_unreached, pd_watch)
 
 GROUPS = {'infera_prefill': ['p-2', 'p-1'], 'infera_decode': ['d-1'], 'mi355x': ['p-1', 'p-2', 'd-1']}
 
@@ -87,3 +87,10 @@ def test_a_port_that_did_not_answer_is_named_with_the_cause_and_the_next_step():
         "the port, or the address is not one the peer listens on (infera_advertise_host); without it a request waits "
         "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT and fails. Next step: open the port from d-1 to the peer (check with "
         "nc -zv 10.1.0.1 8998 on d-1), then rerun: the legs keep running and nothing restarts.")
+
+
+def test_the_bench_node_watches_every_other_leg_s_engine_at_its_address():
+    pair = pd_pair(GROUPS, 'infera_prefill', 'infera_decode')
+    assert pd_watch(pair, 'p-1', HOSTVARS, 30000) == [
+        {'name': 'decode leg on d-1', 'health_url': 'http://10.1.0.3:30000/health'},
+        {'name': 'prefill leg on p-2', 'health_url': 'http://10.1.0.2:30000/health'}]

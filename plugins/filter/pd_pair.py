@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
 
-"""infera.serving.pd_pair, pd_problem, pd_leg, pd_ports, pd_reach, pd_unreached and pd_watch: a PD-disaggregated
-deployment's legs from the inventory's groups, the ports they listen on, the ports each must reach, the legs a sweep watches."""
+"""infera.serving.pd_pair, pd_problem, pd_leg, pd_ports, pd_reach, pd_unreached, pd_watch and pd_vram_held: a
+PD-disaggregated deployment's legs from the inventory's groups, the ports they listen on, the ports each must reach,
+the legs a sweep watches, the VRAM its teardown waits for."""
 
 from __future__ import annotations
 
@@ -28,4 +29,4 @@ class FilterModule:
         return {'pd_pair': _one_line(_pd_pair.pd_pair), 'pd_problem': _pd_pair.pd_problem,
                 'pd_leg': _one_line(_pd_pair.pd_leg), 'pd_ports': _pd_pair.pd_ports,
                 'pd_reach': _one_line(_pd_pair.pd_reach), 'pd_unreached': _pd_pair.pd_unreached,
-                'pd_watch': _one_line(_pd_pair.pd_watch)}
+                'pd_watch': _one_line(_pd_pair.pd_watch), 'pd_vram_held': _pd_pair.pd_vram_held}

@@ -110,7 +110,8 @@ def describe_processes(pids):
     return ', '.join(named)
 
 
-def _gpu_figure(gpu):
+def gpu_figure(gpu):
+    """A GPU as the checks name it: its index, its VRAM in use."""
     return 'GPU %d (%.1f%%, %d of %d MiB)' % (gpu['index'], gpu['used_percent'], gpu['used_mib'], gpu['total_mib'])
 
 
@@ -311,7 +312,7 @@ class Preflight:
             details['held_by_container'] = self.params.get('container')
             return
         headline = '%s %s more than %s%% of %s VRAM in use (%s)' % (
-            ' and '.join(_gpu_figure(gpu) for gpu in busy), 'has' if len(busy) == 1 else 'have', _plain(limit),
+            ' and '.join(gpu_figure(gpu) for gpu in busy), 'has' if len(busy) == 1 else 'have', _plain(limit),
             'its' if len(busy) == 1 else 'their', label)
         if foreign:
             self.fail('gpus', '%s; held by %s%s; next step: stop %s (kill %d) or wait for it to finish, then rerun'

@@ -198,8 +198,8 @@ def point_cause(options, kind, detail):
     if kind == 'router':
         return 'the Infera router at %s stopped answering (%s)' % (options.router_url, detail)
     if kind == 'leg':
-        return ('the %s does not answer its health URL %s (last: %s)' % (detail['name'], detail['health_url'],
-                                                                        detail['last']))
+        return 'the %s does not answer its health URL %s (last: %s)' % (
+            detail['name'], detail['health_url'], detail['last'])
     if kind == 'unhealthy':
         return ('the engine health URL %s failed %d checks in a row, %s s apart (last: %s)'
                 % (options.engine_health_url, options.health_failures,

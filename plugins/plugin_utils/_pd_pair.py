@@ -13,7 +13,10 @@ node runs one leg; a node in both groups is refused, as its two legs would share
 
 from __future__ import annotations
 
+from ansible_collections.infera.serving.plugins.module_utils import _preflight
 from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
+from ansible_collections.infera.serving.plugins.module_utils._gpu_smi import parse_amd_smi
+from ansible_collections.infera.serving.plugins.module_utils._preflight import gpu_figure
 
 LEGS = ('prefill', 'decode')
 # The bootstrap server's port flag on the prefill leg (SGLang's --disaggregation-bootstrap-port, default 8998:
@@ -132,3 +135,16 @@ def pd_watch(pair, node, hostvars, engine_port):
     return [{'name': '%s leg on %s' % (pd_leg(pair, peer), peer),
              'health_url': 'http://%s:%d/health' % (hostvars[peer]['infera_node_address'], int(engine_port))}
             for peer in pair['hosts'] if peer != node]
+
+
+def pd_vram_held(text, max_percent=None):
+    """The GPUs of an `amd-smi metric --mem-usage --json` answer that hold more than max_percent of their VRAM (the
+    preflight's limit, its default when None), as the preflight names them: {'busy': ['GPU 3 (85.0%, ...)'],
+    'error': why the answer could not be read, or ''}. The page's "wait for VRAM≈0 on both nodes" after a teardown."""
+    limit = _preflight.ARGUMENT_SPEC['vram_max_percent']['default'] if max_percent is None else float(max_percent)
+    try:
+        gpus = parse_amd_smi(text)
+    except ValueError as error:
+        return {'busy': [], 'error': str(error)}
+    return {'busy': [gpu_figure(gpu) for gpu in gpus if gpu['used_percent'] is not None and gpu['used_percent'] > limit],
+            'error': ''}

@@ -267,7 +267,7 @@ def test_a_decode_leg_that_dies_mid_sweep_aborts_the_point_naming_it_and_keeps_t
                 decode.in_container(CONTAINER, "pkill -KILL -f 'sglang[.]launch_server'")
                 break
             time.sleep(0.5)
-        out, _ = process.communicate(timeout=900)
+        out = process.communicate(timeout=900)[0]
     finally:
         if process.poll() is None:
             process.kill()
@@ -281,3 +281,37 @@ def test_a_decode_leg_that_dies_mid_sweep_aborts_the_point_naming_it_and_keeps_t
     assert (points[2]["status"], points[8]["status"]) == ("ok", "aborted"), points
     assert (REPO / "results" / run_id / PREFILL / "mix_c2.jsonl").exists()
     shutil.rmtree(REPO / "results" / run_id, ignore_errors=True)
+
+
+def test_the_teardown_waits_for_free_vram_on_both_nodes_and_names_a_gpu_that_stays_busy(pair):
+    """The page, before the next topology: "wait for VRAM≈0 on both nodes". A decode GPU still busy after the legs
+    stopped is waited for (amd-smi every 5 s) and, once free, the teardown finishes; one that stays busy past
+    infera_pd_vram_wait is named. The legs may be up or not: the teardown converges either way."""
+    _settings, nodes = pair
+    decode = nodes["decode"]
+    command = shlex.split(doc_command("teardown"))
+    decode.sh("echo '5 60' > /etc/infera-sim/busy-gpu")
+    try:
+        rc, out = playbook(shlex.join(command + ["-e", "infera_pd_vram_wait=5", "--tags", "worker"]))
+        text = " ".join(out.split())
+        assert rc != 0, out[-3000:]
+        assert (f"{DECODE}: stage teardown: GPU 5 (60.0%, 176937 of 294896 MiB) still holds more than 10% of VRAM 5 s "
+                "after both legs stopped.") in text, out[-3000:]
+        assert "Next step: amd-smi process on the node" in text
+        assert f"{PREFILL}: stage teardown" not in text
+
+        process = subprocess.Popen(command, cwd=REPO, env=playbook_env(), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        seen = []
+        for line in process.stdout:
+            seen.append(line)
+            if "Wait for free VRAM on the node" in line and "RETRYING" in line and DECODE in line:
+                decode.sh("rm -f /etc/infera-sim/busy-gpu")
+        process.wait(timeout=600)
+    finally:
+        decode.sh("rm -f /etc/infera-sim/busy-gpu")
+    out = "".join(seen)
+    assert process.returncode == 0, out[-3000:]
+    assert "FAILED - RETRYING: [infera-node-10]: Teardown PD | Wait for free VRAM on the node" in out, out[-3000:]
+    for node in nodes.values():
+        assert node.sh(f"docker ps -aq --filter name=^{CONTAINER}$").stdout.strip() == ""

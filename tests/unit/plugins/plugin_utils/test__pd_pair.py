@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.infera.serving.plugins.module_utils._errors import InferaServingError
 from ansible_collections.infera.serving.plugins.plugin_utils._pd_pair import (
-    bootstrap_port, pd_leg, pd_pair, pd_ports, pd_problem, pd_reach, pd_unreached, pd_watch)
+    bootstrap_port, pd_leg, pd_pair, pd_ports, pd_problem, pd_reach, pd_unreached, pd_vram_held, pd_watch)
 
 GROUPS = {'infera_prefill': ['p-2', 'p-1'], 'infera_decode': ['d-1'], 'mi355x': ['p-1', 'p-2', 'd-1']}
 
@@ -94,3 +96,19 @@ def test_the_bench_node_watches_every_other_leg_s_engine_at_its_address():
     assert pd_watch(pair, 'p-1', HOSTVARS, 30000) == [
         {'name': 'decode leg on d-1', 'health_url': 'http://10.1.0.3:30000/health'},
         {'name': 'prefill leg on p-2', 'health_url': 'http://10.1.0.2:30000/health'}]
+
+
+def amd_smi(used_mb):
+    """amd-smi metric --mem-usage --json as ROCm 7 prints it (ROCm/amdsmi's CLI: gpu_data, each figure value/unit)."""
+    usage = [{'total_vram': {'value': 294896, 'unit': 'MB'}, 'used_vram': {'value': used, 'unit': 'MB'}} for used in used_mb]
+    return json.dumps({'gpu_data': [{'gpu': index, 'mem_usage': memory} for index, memory in enumerate(usage)]})
+
+
+def test_the_teardown_waits_for_the_gpus_above_the_preflight_s_limit():
+    assert pd_vram_held(amd_smi([284, 285, 29490, 250661])) == {
+        'busy': ['GPU 3 (85.0%, 250661 of 294896 MiB)'], 'error': ''}
+    # 10.0 % is the preflight's default limit; a GPU at exactly 10 % is free, one above a lower limit is not.
+    assert pd_vram_held(amd_smi([29489]))['busy'] == []
+    assert pd_vram_held(amd_smi([29489]), 5)['busy'] == ['GPU 0 (10.0%, 29489 of 294896 MiB)']
+    assert pd_vram_held('amd-smi: command not found') == {'busy': [], 'error': pd_vram_held('')['error']}
+    assert pd_vram_held('')['error']

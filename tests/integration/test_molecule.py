@@ -20,7 +20,7 @@ from rehearsal import REPO, platform_up
 # The rehearsal nodes this file's tests use (tests/conftest.py schedules by it).
 pytestmark = pytest.mark.nodes('own-nodes')
 
-SCENARIOS = ["default", "dp", "sweep", "fleet"]
+SCENARIOS = ["default", "dp", "sweep", "fleet", "pd"]
 
 
 @pytest.fixture(scope="module")

@@ -249,6 +249,28 @@ def test_a_bootstrap_port_the_decode_node_cannot_reach_is_named_before_any_reque
     assert f"{PREFILL}: stage pd-reach" not in text
 
 
+def test_a_container_provider_that_does_not_match_the_host_is_named_then_the_opt_in_overlay_mends_it(pair):
+    """The page's §2: 0 active ports in the container while the node has them, as when the image's ionic provider does
+    not match the host's driver. The deploy stops naming the overlay; the same command with
+    -e infera_ionic_overlay=true copies the host's libionic.so into the container and the pair comes up."""
+    _settings, nodes = pair
+    decode = nodes["decode"]
+    rc, out = deploy()
+    assert rc == 0, out[-3000:]
+    decode.in_container(CONTAINER, "printf 'ionic-abi image-50\\n' >/usr/lib/x86_64-linux-gnu/libionic.so.1")
+    rc, out = deploy()
+    text = " ".join(out.split())
+    assert rc != 0, out[-3000:]
+    assert (f"{DECODE}: stage rdma: the container {CONTAINER} sees 0 active RDMA port(s) (`ibv_devinfo | grep -c "
+            "PORT_ACTIVE`); expected 8 (infera_rdma_ports).") in text, out[-3000:]
+    assert "rerun with -e infera_ionic_overlay=true" in text and "No IB devices found" not in text
+    rc, out = playbook(doc_command("deploy") + " -e infera_ionic_overlay=true")
+    assert rc == 0, out[-3000:]
+    assert "PD pair up: 1P1D" in out
+    provider = decode.in_container(CONTAINER, "cat /usr/lib/x86_64-linux-gnu/libionic.so.1").stdout
+    assert "ionic-abi host-54" in provider
+    assert decode.in_container(CONTAINER, "ibv_devinfo | grep -c PORT_ACTIVE", check=False).stdout.strip() == "8"
+
 def test_a_decode_leg_that_dies_mid_sweep_aborts_the_point_naming_it_and_keeps_the_earlier_point(pair):
     """The decode engine SIGKILLed while c8 is measured on the prefill node: the point aborts naming the decode leg
     (its /health, watched from the bench node), c2 stays valid on the controller."""

@@ -13,7 +13,7 @@ nothing a test changes:
   (ready once listed, drain on teardown) on node 6 (an etcd prefix of its own);
 - ``own-nodes``: molecule's scenarios and the platform's own test, on nodes they create, the
   etcd role's test (its own etcd container on node 7) and the stack tests (node 7, its own etcd prefix);
-- ``pd-nodes``: the PD pair's deploy on nodes 9 and 10 (an etcd prefix of their own), which the test brings up;
+- ``pd-nodes``: the PD pairs on nodes 9 and 10, and 11 and 12 (an etcd prefix per pair), which the test brings up;
 - ``ssh-node``: the user's path as printed (README and quickstart) over SSH on node infera-ssh-1, with an
   etcd of its own;
 - ``lint``: ansible-lint and ansible-test sanity (the repository, read only);

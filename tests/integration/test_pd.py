@@ -271,6 +271,46 @@ def test_a_container_provider_that_does_not_match_the_host_is_named_then_the_opt
     assert "ionic-abi host-54" in provider
     assert decode.in_container(CONTAINER, "ibv_devinfo | grep -c PORT_ACTIVE", check=False).stdout.strip() == "8"
 
+
+def test_a_second_pair_comes_up_and_goes_while_the_first_serves_every_request(pair):
+    """docs/pd.md's second pair (its own groups and etcd prefix) is deployed and torn down while completions go
+    through the first pair's router: not one fails, and each router lists only its own pair's legs."""
+    settings, nodes = pair
+    node_up("infera-node-11", "infera-node-12")
+    second = {"prefill": Node("infera-node-11"), "decode": Node("infera-node-12")}
+    rc, out = deploy()
+    assert rc == 0, out[-3000:]
+    first_router = f"http://{nodes['prefill'].address}:8000"
+    body = shlex.quote(json.dumps({"model": settings["MODEL"], "max_tokens": 4, "temperature": 0,
+                                   "messages": [{"role": "user", "content": "1+1=?"}]}))
+    load = (f"rm -f /tmp/pd-load /tmp/pd-load.stop; until [ -e /tmp/pd-load.stop ]; do curl -s -o /dev/null -m 60 "
+            f"-w '%{{http_code}}\\n' {first_router}/v1/chat/completions -H 'Content-Type: application/json' -d {body} "
+            ">>/tmp/pd-load; done; touch /tmp/pd-load.done")
+    nodes["decode"].in_container(CONTAINER, load, detach=True)
+    command = doc_command("second pair")
+    try:
+        rc, out = playbook(command)
+        assert rc == 0, out[-6000:]
+        assert ("PD pair up: 1P1D, prefill infera-node-11, decode infera-node-12, "
+                f"router http://{second['prefill'].address}:8000") in out
+        for router, legs in ((nodes["prefill"], nodes), (second["prefill"], second)):
+            listed = json.loads(router.in_container(CONTAINER, "curl -s http://127.0.0.1:8000/v1/workers").stdout)
+            assert sorted(worker["worker_id"] for worker in listed["workers"]) == sorted(
+                f"{node.address}:30000" for node in legs.values()), listed
+        teardown = doc_command("teardown") + command.split("deploy_pd.yml", 1)[1]
+        rc, out = playbook(teardown)
+        assert rc == 0, out[-6000:]
+    finally:
+        nodes["decode"].in_container(CONTAINER, "touch /tmp/pd-load.stop; for i in $(seq 1 120); do "
+                                     "[ -e /tmp/pd-load.done ] && break; sleep 0.5; done", check=False)
+        for node in second.values():
+            node.remove_worker_container(CONTAINER)
+    codes = nodes["decode"].in_container(CONTAINER, "cat /tmp/pd-load").stdout.split()
+    assert len(codes) >= 5 and set(codes) == {"200"}, codes
+    for node in second.values():
+        assert node.sh(f"docker ps -aq --filter name=^{CONTAINER}$").stdout.strip() == ""
+
+
 def test_a_decode_leg_that_dies_mid_sweep_aborts_the_point_naming_it_and_keeps_the_earlier_point(pair):
     """The decode engine SIGKILLed while c8 is measured on the prefill node: the point aborts naming the decode leg
     (its /health, watched from the bench node), c2 stays valid on the controller."""
@@ -322,8 +362,9 @@ def test_the_teardown_waits_for_free_vram_on_both_nodes_and_names_a_gpu_that_sta
         assert "Next step: amd-smi process on the node" in text
         assert f"{PREFILL}: stage teardown" not in text
 
-        process = subprocess.Popen(command, cwd=REPO, env=playbook_env(), stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
+        # Unbuffered: the retry line must reach the test when Ansible prints it, not with the play's end.
+        process = subprocess.Popen(command, cwd=REPO, env=playbook_env({"PYTHONUNBUFFERED": "1"}),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         seen = []
         for line in process.stdout:
             seen.append(line)

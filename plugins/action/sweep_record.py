@@ -21,6 +21,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record impor
     PLANNED_KEYS,
     RUN_KEYS,
     build_manifest,
+    merged_points,
     judge_point,
     manifest_text,
     write_if_changed,
@@ -133,7 +134,7 @@ class ActionModule(ActionBase):
         # manifest that lists the point.
         changed = self._write(params, dest, lambda: _write_files(dest, params['files'], self._task.check_mode))
         point, record = judge_point(dest, planned, params['resumed'], params['aborted'], argv=argv)
-        manifest = build_manifest({key: params[key] for key in RUN_KEYS}, params['points'] + [point])
+        manifest = build_manifest({key: params[key] for key in RUN_KEYS}, merged_points(params['points'], point))
         changed = self._write(params, dest, lambda: write_manifest(dest, manifest, check_mode=self._task.check_mode)) or changed
 
         figures = point_figures(record, argv, len(point['workers'] or ()))

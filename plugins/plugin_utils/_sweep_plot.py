@@ -37,8 +37,9 @@ def _series(rows):
 
 def _draw_panel(axes, run, column, label):
     for name, rows in _series(run['rows']).items():
-        points = sorted((row[MEDIAN_INTERACTIVITY], row[column], row) for row in rows
-                        if row[MEDIAN_INTERACTIVITY] is not None and row[column] is not None)
+        points = sorted(((row[MEDIAN_INTERACTIVITY], row[column], row) for row in rows
+                         if row[MEDIAN_INTERACTIVITY] is not None and row[column] is not None),
+                        key=lambda point: point[:2])
         if not points:
             continue
         axes.plot([x for x, _y, _row in points], [y for _x, y, _row in points], marker='o', label=name)

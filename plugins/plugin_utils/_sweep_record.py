@@ -179,6 +179,16 @@ def kept_results(host_dir, phases, prompts_per_conc, fleet_workers=1):
 
 # ---------------------------------------------------------------- the manifest
 
+def merged_points(points, point):
+    """The run's points with `point` recorded: one entry per concurrency. A point recorded again replaces its entry,
+    but a point kept from an earlier round of a search (resumed) keeps the entry of the round that measured it, with
+    its times and workers."""
+    same = [entry for entry in points if isinstance(entry, dict) and entry.get('conc') == point['conc']]
+    if point['status'] == 'resumed' and same and same[-1].get('status') in USABLE_STATUSES:
+        return list(points)
+    return [entry for entry in points if entry not in same] + [point]
+
+
 def build_manifest(run, points):
     """The manifest of one host: the run's keys (RUN_KEYS) and its points so far. The run's topology is a PD pair
     (pd_pair's), recorded as its PAIR_KEYS, or empty: MIXED."""

@@ -114,3 +114,34 @@ def test_a_worker_dying_mid_point_aborts_and_reports_it(node, results, tmp_path)
     manifest = json.loads((results / run_id / NODE / "manifest.json").read_text())
     assert [(point["conc"], point["status"]) for point in manifest["points"]] == [(16, "aborted")]
     assert (results / run_id / NODE / "bench-c16.log").exists()
+
+
+def test_a_search_within_a_tpot_limit_finds_each_variant_s_best_in_fewer_points_than_the_grid(node, results):
+    """docs/results.md's search: the highest tok/s/GPU within TPOT p99 <= 25 ms over [4, 512], a point a round, each
+    variant over its own part of the band; the answer's points recompute from the CSV, in fewer points than the
+    powers-of-two grid over the same band (4 .. 512: 8 points). SIMULATED figures."""
+    settings = {"run_id": "search", "sweep_results_dir": str(results), "sweep_search": True,
+                "sweep_limits": {"tpot_p99_ms": 25}, "sweep_search_band": [4, 512], "sweep_prompts_per_conc": 1,
+                "sweep_warmup_per_conc": 1, "sweep_below_target": "ignore", **LENGTHS}
+    rc, out = run(["ansible-playbook", "playbooks/sweep.yml", "--limit", node.name, "-e", json.dumps(settings)])
+    assert rc == 0, out[-4000:]
+    text = " ".join(out.split())
+    with (results / "search" / "results.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert 0 < len(rows) < 8, [row["Concurrency"] for row in rows]
+    for variant, band in (("nodp", (4, 128)), ("dp", (129, 512))):
+        mine = [row for row in rows if row["Variant"] == variant]
+        assert mine and all(band[0] <= int(row["Concurrency"]) <= band[1] for row in mine), (variant, mine)
+        within = [row for row in mine if float(row["P99 TPOT (ms)"]) <= 25]
+        if within:
+            best = max(within, key=lambda row: float(row["Throughput/GPU (tok/s)"]))
+            assert (f"{variant}: best within limits: c{best['Concurrency']} {variant} "
+                    f"{float(best['Throughput/GPU (tok/s)']):.1f} tok/s/GPU") in text, out[-3000:]
+        else:
+            assert f"{variant} (c{band[0]}-c{band[1]}): no point met TPOT p99 <= 25 ms" in text, out[-3000:]
+    assert "[SIMULATED engine] every figure below comes from the simulated engine" in text
+    assert re.search(r"overall: (best within limits: c\d+ (nodp|dp) |no point met every limit)", text), out[-3000:]
+    # Asked again with the same run_id, the search is done: no point runs, the same answer.
+    rc, again = run(["ansible-playbook", "playbooks/sweep.yml", "--limit", node.name, "-e", json.dumps(settings)])
+    assert rc == 0 and "search round" not in again, again[-3000:]
+    assert re.search(r"overall: (best within limits|no point met)", " ".join(again.split()))

@@ -219,3 +219,17 @@ def test_a_sweep_that_would_download_its_dataset_says_so_before_any_node(tmp_pat
     text = " ".join(" ".join(lines).split()).replace("''", "'")
     assert (DOWNLOAD_WARNING in text) is warned, text[-3000:]
     assert refused(tmp_path, "sweep.yml", "-e", json.dumps(settings)).startswith("[ERROR]: Task failed")
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"run_id": "s", "sweep_search": True, "sweep_limits": {"tpot_ms": 30}},
+     "sweep_limits has unknown key(s) tpot_ms; allowed: tpot_p99_ms, ttft_p99_ms, tok_s_user_min"),
+    ({"run_id": "s", "sweep_search": True, "sweep_limits": {"tpot_p99_ms": 30}, "sweep_search_band": [64, 4]},
+     "sweep_search_band is [64, 4]; it must be [low, high], whole numbers with 1 <= low < high, e.g. [4, 1024]"),
+    ({"sweep_search": True, "sweep_limits": {"tpot_p99_ms": 30}},
+     "sweep_search reads the run's points between its rounds: give it a run_id (-e run_id=NAME) and one node "
+     "(--limit NODE); it was given run_id \"\" and 1 node(s)"),
+])
+def test_a_search_with_bad_limits_or_without_a_run_id_is_refused_in_one_line(tmp_path, settings, expected):
+    line = refused(tmp_path, "sweep.yml", "-e", json.dumps(settings))
+    assert line.endswith(expected), line

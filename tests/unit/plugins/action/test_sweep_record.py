@@ -68,6 +68,13 @@ def test_each_point_rewrites_the_manifest_with_every_point_so_far(playbook_dir):
     second = run(playbook_dir, points=first['manifest']['points'], conc=64, aborted=True)
     assert [(entry['conc'], entry['status']) for entry in written(playbook_dir)['points']] == [(32, 'ok'), (64, 'aborted')]
     assert second['point']['reason'].startswith('mix_c64.jsonl is missing')
+    # Recorded again: kept by a later round of a search (resumed), the entry that measured it stays as it is; measured
+    # again, its entry is replaced. Never two entries of one concurrency.
+    third = run(playbook_dir, points=second['manifest']['points'], conc=32, resumed=True)
+    assert third['manifest']['points'] == second['manifest']['points']
+    write_lines(playbook_dir / HOST_DIR / 'mix_c64.jsonl', bench_record(64))
+    fourth = run(playbook_dir, points=third['manifest']['points'], conc=64)
+    assert [(entry['conc'], entry['status']) for entry in fourth['manifest']['points']] == [(32, 'ok'), (64, 'ok')]
 
 
 def test_the_manifest_keeps_the_keys_and_values_the_role_passes(playbook_dir):

@@ -19,6 +19,7 @@ import re
 
 import yaml
 
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_energy import ENERGY_COLUMNS
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_workers import node_concurrency, optional_int
 
@@ -64,15 +65,20 @@ TOKENIZER_MISMATCH = 'Tokenizer Mismatch'
 TOKENIZER_MISMATCH_LIMIT = 0.10
 RUN_COLUMNS = ('Completed', 'Num Prompts', 'Duration (s)', 'Total Input Tokens', 'Total Output Tokens', RETOKENIZED,
                TOKENIZER_MISMATCH, 'Throughput (tok/s)', 'Output Throughput (tok/s)', 'Input Throughput (tok/s)')
+# Issue 44's columns, by the names scripts read: the requests per second that met the search's limits (sweep_limits;
+# empty without them), and the point's GPU power and energy from its power_c<C>.jsonl samples (_sweep_energy.py).
+GOODPUT = 'goodput_req_s'
+ANSWER_COLUMNS = (GOODPUT,) + ENERGY_COLUMNS
 TARGET_COLUMNS = ('Target Metric', 'Target', 'Ratio', 'Below Target')
 TRACE_COLUMNS = ('Status', 'File')
-CSV_COLUMNS = IDENTITY_COLUMNS + METRIC_COLUMNS + RUN_COLUMNS + TARGET_COLUMNS + TRACE_COLUMNS
+CSV_COLUMNS = IDENTITY_COLUMNS + METRIC_COLUMNS + RUN_COLUMNS + ANSWER_COLUMNS + TARGET_COLUMNS + TRACE_COLUMNS
 
 INT_COLUMNS = frozenset(('ISL', 'OSL', 'Concurrency', 'TP', 'PP', 'DP', 'EP', 'GPUs', 'Workers', 'Node Concurrency',
                          'Completed', 'Num Prompts', 'Total Input Tokens', 'Total Output Tokens', RETOKENIZED))
 BOOL_COLUMNS = frozenset(('Simulated', 'DP Attention', 'Fleet', 'Below Target', TOKENIZER_MISMATCH))
-FLOAT_COLUMNS = frozenset(METRIC_COLUMNS + ('Range Ratio', 'Duration (s)', 'Throughput (tok/s)', 'Output Throughput (tok/s)',
-                                            'Input Throughput (tok/s)', 'Target', 'Ratio'))
+FLOAT_COLUMNS = frozenset(METRIC_COLUMNS + ANSWER_COLUMNS + (
+    'Range Ratio', 'Duration (s)', 'Throughput (tok/s)', 'Output Throughput (tok/s)', 'Input Throughput (tok/s)', 'Target',
+    'Ratio'))
 NUMERIC_COLUMNS = tuple(column for column in CSV_COLUMNS if column in INT_COLUMNS | FLOAT_COLUMNS
                         and column not in ('Range Ratio', 'Target', 'Ratio'))
 

@@ -18,7 +18,10 @@ import os
 
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_errors import SweepResultsError
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_fleet import fleet_comparison
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_energy import energy_figures, read_samples, samples_file
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_metrics import (
+    ANSWER_COLUMNS,
+    GOODPUT,
     apply_targets,
     load_targets,
     normalise,
@@ -37,6 +40,7 @@ from ansible_collections.infera.serving.plugins.plugin_utils._sweep_record impor
     topology_label,
     write_if_changed,
 )
+from ansible_collections.infera.serving.plugins.plugin_utils._sweep_search import check_limits, request_goodput
 from ansible_collections.infera.serving.plugins.plugin_utils._sweep_render import (
     REPORT_MD,
     RESULTS_CSV,
@@ -106,7 +110,31 @@ def _evaluate_point(host_dir, manifest, point):
         context['Node Concurrency'] = context['Concurrency']
     if problem:
         return None, _invalid_entry(context, problem)
-    return normalise(checked['record'], context), None
+    row = normalise(checked['record'], context)
+    row.update(point_answers(host_dir, checked['record'], row, (manifest.get('bench_args') or {}).get('limits')))
+    return row, None
+
+
+def point_answers(host_dir, record, row, limits):
+    """Issue 44's columns of a valid point: its goodput within the sweep's limits (the client's per-request details,
+    written with --output-details when limits are set) and its energy from the power samples beside its jsonl.
+
+    The samples are the bench node's GPUs, taken while the client ran: the window is the client's measured run, its
+    last `duration` seconds before the sampler stopped with it. A point served by GPUs of other nodes too (a fleet or
+    a PD pair) gets no energy figures: one node's samples cannot stand for them."""
+    answers = dict.fromkeys(ANSWER_COLUMNS)
+    if limits:
+        answers[GOODPUT] = request_goodput(record, check_limits(limits))
+    if row['Concurrency'] is None:
+        return answers
+    samples = read_samples(os.path.join(host_dir, samples_file(row['Concurrency'])))
+    sampled = {sample['gpu'] for sample in samples}
+    duration = optional_float(record.get('duration'))
+    if samples and duration and row['GPUs'] == len(sampled):
+        ended = max(sample['time'] for sample in samples)
+        answers.update(energy_figures(samples, ended - duration, ended, row['Total Output Tokens'],
+                                      (row['Total Input Tokens'] or 0) + (row['Total Output Tokens'] or 0)))
+    return answers
 
 
 def _sort_key(row):

@@ -140,6 +140,18 @@ def test_a_search_within_a_tpot_limit_finds_each_variant_s_best_in_fewer_points_
         else:
             assert f"{variant} (c{band[0]}-c{band[1]}): no point met TPOT p99 <= 25 ms" in text, out[-3000:]
     assert "[SIMULATED engine] every figure below comes from the simulated engine" in text
+    # Every point sampled the node's 8 GPUs with the engine image's (SIMULATED) amd-smi: its energy columns recompute
+    # from its power_c<C>.jsonl (the mean of the samples in the client's measured run, within the wobble of the model).
+    for row in rows:
+        conc = int(row["Concurrency"])
+        samples = [json.loads(line) for line in (results / "search" / node.name / f"power_c{conc}.jsonl").read_text().splitlines()]
+        record = json.loads((results / "search" / node.name / f"mix_c{conc}.jsonl").read_text().splitlines()[-1])
+        end = max(sample["time"] for sample in samples)
+        window = [sample["watts"] for sample in samples if sample["time"] >= end - record["duration"]]
+        assert {sample["gpu"] for sample in samples} == set(range(8)) and window, conc
+        assert float(row["avg_power_w"]) == pytest.approx(sum(window) / len(window), rel=0.15), conc
+        assert float(row["peak_power_w"]) == max(window)
+        assert float(row["goodput_req_s"]) <= int(row["Completed"]) / record["duration"] + 1e-9
     assert re.search(r"overall: (best within limits: c\d+ (nodp|dp) |no point met every limit)", text), out[-3000:]
     # Asked again with the same run_id, the search is done: no point runs, the same answer.
     rc, again = run(["ansible-playbook", "playbooks/sweep.yml", "--limit", node.name, "-e", json.dumps(settings)])

@@ -13,11 +13,12 @@ import threading
 import time
 
 from . import disaggregation, faults
-from .checks import StartupError, check_startup, gpu_count
+from .checks import StartupError, check_startup, gpu_count, visible_gpus
 from .coldstart import ColdStart, Stopped
 from .generation import Engine
 from .http_api import EngineHandler
 from .httpjson import Server
+from .load_file import LoadPublisher
 from .log import Log
 from .metrics import MetricsLayout
 from .native_format import NativeBuilder
@@ -165,6 +166,10 @@ def serve(app, log, stop_event):
         log_pd_warmup(app, log)
     threading.Thread(target=log_decode_stats, args=(app.engine, log, stop_event, mode == "prefill"),
                      daemon=True).start()
+    # For the SIMULATED amd-smi's power model (load_file.py): until the process ends, through a drain.
+    gpus = gpu_count(args)
+    LoadPublisher(app.engine, visible_gpus(os.environ, gpus)[:gpus], app.settings.load_dir).start(
+        threading.Event(), log)
     app.ready.set()
     log.main(READY_LINE)
 

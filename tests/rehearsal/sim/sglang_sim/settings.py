@@ -11,9 +11,13 @@ INFERA_SIM_FAULT_DELAY  seconds slow_responses waits before the first token (def
 INFERA_SIM_FAULT_COUNT  how many KV transfers kv_transfer fails (default 1), then they succeed
 INFERA_SIM_SGLANG_VERSION  the SGLang release whose log lines the engine writes, one of
                         SGLANG_VERSIONS (default the walkthrough image's, the first)
+INFERA_SIM_LOAD_DIR     where the engine publishes its load for the SIMULATED amd-smi's power
+                        model (default /tmp/infera-sim/load; format: load_file.py)
 """
 
 from dataclasses import dataclass
+
+from .load_file import DEFAULT_DIR as DEFAULT_LOAD_DIR
 
 FAULTS = (
     "crash_weight_load",
@@ -48,6 +52,7 @@ class Settings:
     fault_delay: float
     sglang_version: str = SGLANG_VERSIONS[0]
     fault_count: int = 1
+    load_dir: str = DEFAULT_LOAD_DIR
 
 
 def _number(environ, name, default):
@@ -84,4 +89,5 @@ def load_settings(environ):
         fault_delay=_number(environ, "INFERA_SIM_FAULT_DELAY", 5.0),
         sglang_version=version,
         fault_count=int(_number(environ, "INFERA_SIM_FAULT_COUNT", 1)),
+        load_dir=environ.get("INFERA_SIM_LOAD_DIR") or DEFAULT_LOAD_DIR,
     )

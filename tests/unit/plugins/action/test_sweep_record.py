@@ -22,7 +22,7 @@ POINT_TASKS = Path(__file__).resolve().parents[4] / 'roles' / 'sweep' / 'tasks' 
 HOST_DIR = 'results/r1/infera-node-1'
 BENCH_ARGS = {'backend': 'sglang-oai', 'base_url': 'http://infera-node-1:8000', 'dataset_name': 'random', 'dataset_path': '',
               'random_input_len': 8192, 'random_output_len': 1024, 'random_range_ratio': 1.0, 'request_rate': 'inf',
-              'prompts_per_conc': 10, 'warmup_per_conc': 2, 'extra': {}}
+              'prompts_per_conc': 10, 'warmup_per_conc': 2, 'extra': {}, 'limits': {}}
 
 
 def make_action(args, basedir, check_mode=False, diff=False):

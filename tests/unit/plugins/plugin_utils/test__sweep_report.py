@@ -335,3 +335,31 @@ def test_a_point_without_its_concurrency_is_held_to_the_target_of_the_concurrenc
     assert (row['Concurrency'], row['Node Concurrency'], row['Target'], row['Below Target']) == (64, 64, 1000.0, True)
     assert [(miss['conc'], miss['value'], miss['target']) for miss in run['below']] == [
         (64, pytest.approx(640 * 1024 / 100.0 / 8), 1000.0)]
+
+
+def test_a_point_s_energy_recomputes_from_its_samples_and_its_goodput_from_its_requests(run_dir):
+    # One node, 8 GPUs, c4: the client measured 10 s; the sampler read every GPU at 300 W, then 500 W, a second apart,
+    # the last reading when the client ended. Energy: 8 GPUs x (300 held to the window's start, then 300->500 over a
+    # second, then 500 held to the end): a trapezoid over [0, 10].
+    host_dir = write_manifest(run_dir, 'node1', [point(4, workers=serving(1))],
+                              bench_args={'random_input_len': 8192, 'random_output_len': 1024, 'random_range_ratio': 1.0,
+                                          'limits': {'ttft_p99_ms': 1000}})
+    record = bench_record(4, duration=10.0, ttfts=[0.5] * 20 + [2.0] * 20, itls=[[0.01]] * 40, output_lens=[2] * 40,
+                          errors=[''] * 40)
+    write_lines(host_dir / 'mix_c4.jsonl', record)
+    end = 1_800_000_010.0
+    with open(host_dir / 'power_c4.jsonl', 'w', encoding='utf-8') as handle:
+        for stamp, watts in ((end - 1, 300.0), (end, 500.0)):
+            for gpu in range(8):
+                handle.write(json.dumps({'time': stamp, 'gpu': gpu, 'watts': watts}) + '\n')
+    row = only_row(run_dir)
+    energy = 8 * (300.0 * 9 + (300.0 + 500.0) / 2)
+    assert row['avg_power_w'] == pytest.approx(energy / 10 / 8)
+    assert row['peak_power_w'] == 500.0
+    assert row['j_per_output_token'] == pytest.approx(energy / (40 * 1024))
+    assert row['tok_s_per_kw'] == pytest.approx((40 * 9216 / 10) / (energy / 10 / 1000))
+    # 20 of the 40 requests had their first token within 1000 ms: 2 requests per second over the 10 s.
+    assert row['goodput_req_s'] == pytest.approx(2.0)
+    # A fleet point (16 GPUs, 8 sampled) gets no energy figures; without limits, no goodput.
+    host_dir = write_manifest(run_dir, 'node1', [point(4, workers=serving(2))])
+    assert (only_row(run_dir)['avg_power_w'], only_row(run_dir)['goodput_req_s']) == (None, None)
